@@ -1,0 +1,151 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// The error classes of the SDK. Every coordkit package returns errors that match one
+// of these with errors.Is when the condition applies, wrapped with context.
+var (
+	// ErrStaleToken: a resource saw a newer token for the lease than the one
+	// presented. The presenter is no longer the holder: step down, never retry.
+	// Returned as *StaleTokenError.
+	ErrStaleToken = errors.New("coord: stale fencing token")
+
+	// ErrAuthorityLost: the caller's lease can no longer be trusted (session
+	// expired, renewal deadline passed, key deleted, cancelled). Stop writing.
+	// Returned as *AuthorityLostError.
+	ErrAuthorityLost = errors.New("coord: authority lost")
+
+	// ErrNoLeader: nobody holds the lease right now. Retry later.
+	ErrNoLeader = errors.New("coord: no leader")
+
+	// ErrQuotaExceeded: a tenant exceeded a client-side quota (value size or write
+	// rate). This is a bug or a runaway in the tenant's code: do not retry fast.
+	// Returned as *QuotaError.
+	ErrQuotaExceeded = errors.New("coord: quota exceeded")
+
+	// ErrCompacted: a watch or read asked for a revision etcd has compacted away.
+	// Re-list (read everything at a current revision) and watch from there.
+	ErrCompacted = errors.New("coord: revision compacted")
+
+	// ErrInvalidName: a tenant or resource name failed validation.
+	// Returned as *NameError.
+	ErrInvalidName = errors.New("coord: invalid name")
+)
+
+// StaleTokenError reports a rejected fencing token. It matches ErrStaleToken.
+type StaleTokenError struct {
+	Presented Token // the token the writer presented
+	Highest   Token // the highest token the resource has accepted for the lease
+}
+
+func (e *StaleTokenError) Error() string {
+	return fmt.Sprintf("coord: stale fencing token %s: resource has seen %s", e.Presented, e.Highest)
+}
+
+// Is makes errors.Is(err, ErrStaleToken) true.
+func (e *StaleTokenError) Is(target error) bool { return target == ErrStaleToken }
+
+// LossReason says why a lease lost its authority.
+type LossReason string
+
+// The reasons authority can be lost.
+const (
+	// LossSessionExpired: etcd answered that the session's lease no longer exists
+	// (expired or revoked), or refused the keepalive (permission, auth).
+	LossSessionExpired LossReason = "session_expired"
+	// LossRenewalDeadline: no keepalive succeeded for 2/3 of the TTL, measured on the
+	// monotonic clock from when it was sent; the holder steps down before etcd can
+	// expire the lease and hand it to someone else.
+	LossRenewalDeadline LossReason = "renewal_deadline"
+	// LossKeyDeleted: the holder's key was deleted or re-created by someone else.
+	LossKeyDeleted LossReason = "key_deleted"
+	// LossReleased: the holder released the lease or closed the session.
+	LossReleased LossReason = "released"
+	// LossCancelled: the caller's context was cancelled.
+	LossCancelled LossReason = "cancelled"
+)
+
+// AuthorityLostError reports the loss of a lease's authority. It matches
+// ErrAuthorityLost and unwraps to its underlying cause, if any.
+type AuthorityLostError struct {
+	Lease  string     // lease name (election prefix); empty when a whole session was lost
+	Reason LossReason // why
+	Err    error      // underlying cause, may be nil
+}
+
+func (e *AuthorityLostError) Error() string {
+	s := "coord: authority lost"
+	if e.Lease != "" {
+		s += " on " + e.Lease
+	}
+	s += ": " + string(e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrAuthorityLost) true.
+func (e *AuthorityLostError) Is(target error) bool { return target == ErrAuthorityLost }
+
+// Unwrap returns the underlying cause.
+func (e *AuthorityLostError) Unwrap() error { return e.Err }
+
+// QuotaError reports a client-side quota violation. It matches ErrQuotaExceeded.
+type QuotaError struct {
+	Tenant string // the tenant whose quota was exceeded
+	Quota  string // "value_bytes" or "writes_per_second"
+	Limit  int64  // the configured limit
+	Got    int64  // what the request needed (bytes) or 0 for a rate
+}
+
+func (e *QuotaError) Error() string {
+	if e.Got > 0 {
+		return fmt.Sprintf("coord: quota exceeded for tenant %q: %s %d > limit %d", e.Tenant, e.Quota, e.Got, e.Limit)
+	}
+	return fmt.Sprintf("coord: quota exceeded for tenant %q: %s limit %d", e.Tenant, e.Quota, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrQuotaExceeded) true.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
+// NameError reports an invalid tenant or resource name. It matches ErrInvalidName.
+type NameError struct {
+	Field  string // "tenant", "name", "kind"
+	Value  string // the offending value, truncated to 64 bytes
+	Reason string // what is wrong with it
+}
+
+func (e *NameError) Error() string {
+	return fmt.Sprintf("coord: invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidName) true.
+func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
+
+// Retryable reports whether retrying the operation that returned err, after a
+// backoff, can succeed: true for ErrNoLeader, ErrCompacted (after a re-list) and
+// network timeouts; false for nil, stale tokens, lost authority, quota violations,
+// invalid input and cancelled or expired contexts.
+func Retryable(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, ErrStaleToken),
+		errors.Is(err, ErrAuthorityLost),
+		errors.Is(err, ErrQuotaExceeded),
+		errors.Is(err, ErrInvalidName),
+		errors.Is(err, ErrInvalidToken),
+		errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded):
+		return false
+	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrCompacted):
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

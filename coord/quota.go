@@ -1,0 +1,101 @@
+package coord
+
+import (
+	"sync"
+	"time"
+)
+
+// Default client-side quotas from RFC-COORD-001 MUST 7.
+const (
+	DefaultMaxValueBytes   = 64 << 10 // 64 KiB per value
+	DefaultWritesPerSecond = 200      // per tenant
+)
+
+// Limits are the client-side quotas of one tenant. Zero fields take the defaults.
+type Limits struct {
+	MaxValueBytes   int     // largest value written under the tenant's prefix; default 64 KiB
+	WritesPerSecond float64 // sustained write rate; default 200/s
+	Burst           int     // writes allowed at once above the rate; default = WritesPerSecond
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if l.WritesPerSecond <= 0 {
+		l.WritesPerSecond = DefaultWritesPerSecond
+	}
+	if l.Burst <= 0 {
+		l.Burst = max(1, int(l.WritesPerSecond))
+	}
+	return l
+}
+
+// QuotaConfig configures Quotas.
+type QuotaConfig struct {
+	Default   Limits            // limits of every tenant without an override
+	Overrides map[string]Limits // approved exceptions, by tenant
+	Clock     Clock             // default SystemClock()
+}
+
+// Quotas enforces per-tenant value-size and write-rate limits on the client, before
+// a request reaches etcd, so one tenant's runaway loop cannot degrade the cluster
+// every tenant shares. Safe for concurrent use. Use coord/quotakv to put it in front
+// of an etcd KV.
+type Quotas struct {
+	cfg     QuotaConfig
+	clock   Clock
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// NewQuotas returns a quota enforcer.
+func NewQuotas(cfg QuotaConfig) *Quotas {
+	return &Quotas{cfg: cfg, clock: OrSystem(cfg.Clock), buckets: map[string]*bucket{}}
+}
+
+func (q *Quotas) limits(tenant string) Limits {
+	if l, ok := q.cfg.Overrides[tenant]; ok {
+		return l.withDefaults()
+	}
+	return q.cfg.Default.withDefaults()
+}
+
+// AllowWrite charges writes write operations to the tenant owning key, the largest
+// of whose values is maxValue bytes. It returns a *QuotaError (ErrQuotaExceeded)
+// when a value is too large or the tenant's rate is exhausted, and a *NameError
+// (ErrInvalidName) for a key outside the /tenants/{tenant}/ layout. It never blocks;
+// a refused call consumes nothing.
+func (q *Quotas) AllowWrite(key string, writes, maxValue int) error {
+	tenant, ok := TenantOf(key)
+	if !ok {
+		return &NameError{Field: "key", Value: truncate(key), Reason: "outside /tenants/{tenant}/"}
+	}
+	l := q.limits(tenant)
+	if maxValue > l.MaxValueBytes {
+		return &QuotaError{Tenant: tenant, Quota: "value_bytes", Limit: int64(l.MaxValueBytes), Got: int64(maxValue)}
+	}
+	if writes <= 0 {
+		return nil
+	}
+	now := q.clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.buckets[tenant]
+	if b == nil {
+		b = &bucket{tokens: float64(l.Burst), last: now}
+		q.buckets[tenant] = b
+	}
+	b.tokens = min(float64(l.Burst), b.tokens+now.Sub(b.last).Seconds()*l.WritesPerSecond)
+	b.last = now
+	if b.tokens < float64(writes) {
+		return &QuotaError{Tenant: tenant, Quota: "writes_per_second", Limit: int64(l.WritesPerSecond)}
+	}
+	b.tokens -= float64(writes)
+	return nil
+}

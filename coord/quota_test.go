@@ -1,0 +1,72 @@
+package coord
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// stepClock is a minimal manual clock for this package's tests (coordtest has the
+// full fake clock, but coord must not import it).
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time                 { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *stepClock) NewTimer(d time.Duration) Timer { panic("unused") }
+func (c *stepClock) advance(d time.Duration)        { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func TestQuotaValueSize(t *testing.T) {
+	q := NewQuotas(QuotaConfig{})
+	if err := q.AllowWrite("/tenants/a/config/x", 1, DefaultMaxValueBytes); err != nil {
+		t.Fatalf("64 KiB refused: %v", err)
+	}
+	err := q.AllowWrite("/tenants/a/config/x", 1, DefaultMaxValueBytes+1)
+	var qe *QuotaError
+	if !errors.As(err, &qe) || !errors.Is(err, ErrQuotaExceeded) || qe.Quota != "value_bytes" || qe.Tenant != "a" {
+		t.Fatalf("64 KiB + 1: %v", err)
+	}
+	if err := q.AllowWrite("/elsewhere/x", 1, 1); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("key outside layout: %v", err)
+	}
+}
+
+func TestQuotaRate(t *testing.T) {
+	c := &stepClock{now: time.Unix(0, 0)}
+	q := NewQuotas(QuotaConfig{Clock: c, Overrides: map[string]Limits{"big": {WritesPerSecond: 1000}}})
+	allowed := 0
+	for i := 0; i < 1000; i++ {
+		if q.AllowWrite("/tenants/a/locks/x", 1, 0) == nil {
+			allowed++
+		}
+	}
+	if allowed != DefaultWritesPerSecond {
+		t.Fatalf("allowed %d writes in one instant, want burst %d", allowed, DefaultWritesPerSecond)
+	}
+	// Another tenant is unaffected, and an approved override gets its own rate.
+	if err := q.AllowWrite("/tenants/b/locks/x", 1, 0); err != nil {
+		t.Fatalf("tenant b throttled by a: %v", err)
+	}
+	big := 0
+	for i := 0; i < 2000; i++ {
+		if q.AllowWrite("/tenants/big/locks/x", 1, 0) == nil {
+			big++
+		}
+	}
+	if big != 1000 {
+		t.Fatalf("override allowed %d", big)
+	}
+	// Refill: 100 ms at 200/s gives 20 more writes.
+	c.advance(100 * time.Millisecond)
+	allowed = 0
+	for i := 0; i < 100; i++ {
+		if q.AllowWrite("/tenants/a/locks/x", 1, 0) == nil {
+			allowed++
+		}
+	}
+	if allowed != 20 {
+		t.Fatalf("after 100ms allowed %d, want 20", allowed)
+	}
+}

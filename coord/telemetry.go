@@ -1,0 +1,69 @@
+package coord
+
+// InstrumentationName is the name every coordkit package passes to
+// otel.Meter/otel.Tracer (with its own package path appended where useful).
+const InstrumentationName = "github.com/coordkit/coordkit"
+
+// Metric names. One place, so dashboards, alerts (deploy/) and code agree.
+const (
+	// correctnesslease and pgfence
+	MetricFenceRejected     = "coord.fence.rejected"          // counter: stale tokens rejected by a resource
+	MetricLeaseAcquisitions = "coord.lease.acquisitions"      // counter
+	MetricLeaseStepDowns    = "coord.lease.step_downs"        // counter, attr reason
+	MetricLeaseRenewLatency = "coord.lease.renew_latency_ms"  // histogram
+	MetricLeaseHeldSeconds  = "coord.lease.held_seconds"      // histogram: time as holder
+	MetricLeaderChanges     = "coord.leader.changes"          // counter
+	MetricKeepaliveRPCs     = "coord.session.keepalive_calls" // counter
+
+	// efficiencylock
+	MetricLockAcquisitions    = "efficiencylock.acquisitions"     // counter
+	MetricLockAttempts        = "efficiencylock.attempts"         // histogram: attempts per acquisition
+	MetricLockRefreshFailures = "efficiencylock.refresh_failures" // counter
+	MetricLockLost            = "efficiencylock.lost"             // counter
+
+	// idempotency
+	MetricIdemExecutions = "idempotency.executions"          // counter
+	MetricIdemReplays    = "idempotency.replays"             // counter
+	MetricIdemConflicts  = "idempotency.conflicts"           // counter: 409
+	MetricIdemMismatches = "idempotency.mismatches"          // counter: 422
+	MetricIdemInFlight   = "idempotency.in_flight_age_ms"    // histogram
+	MetricIdemRecoveries = "idempotency.completer.recovered" // counter
+
+	// outbox
+	MetricOutboxPublishLag   = "outbox.publish_lag_ms"         // histogram: created → published
+	MetricOutboxOldestAge    = "outbox.oldest_unpublished_age" // gauge, seconds
+	MetricOutboxPublished    = "outbox.published"              // counter
+	MetricOutboxRetries      = "outbox.retries"                // counter
+	MetricOutboxParked       = "outbox.parked"                 // counter
+	MetricInboxDuplicates    = "outbox.inbox.duplicates"       // counter
+	MetricOutboxEnqueueError = "outbox.enqueue.rejected"       // counter
+
+	// saga
+	MetricSagaStateAge            = "saga.state_age_seconds"     // gauge: oldest non-terminal, attrs type+state
+	MetricSagaCompensationFailure = "saga.compensation_failures" // counter
+	MetricSagaSteps               = "saga.steps"                 // counter
+	MetricSagaRetries             = "saga.retries"               // counter
+
+	// failstatic
+	MetricClientStaleness  = "coord.client.staleness_seconds" // gauge
+	MetricConfigRejected   = "failstatic.rejected_snapshots"  // counter
+	MetricConfigReconnects = "failstatic.reconnects"          // counter
+	MetricConfigRelists    = "failstatic.relists"             // counter
+
+	// quotas
+	MetricQuotaRejected = "coord.quota.rejected" // counter, attrs tenant+quota
+)
+
+// Attribute keys used on metrics and spans.
+const (
+	AttrLease   = "coord.lease"
+	AttrTenant  = "coord.tenant"
+	AttrReason  = "coord.reason"
+	AttrQuota   = "coord.quota"
+	AttrTopic   = "outbox.topic"
+	AttrSaga    = "saga.type"
+	AttrState   = "saga.state"
+	AttrStep    = "saga.step"
+	AttrLockWhy = "efficiencylock.reason"
+	AttrOutcome = "coord.outcome"
+)

@@ -1,0 +1,57 @@
+package coordtest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// builds memoises Build within one test binary: building the etcd server takes
+// seconds even from the build cache, and every cluster test needs it.
+var builds sync.Map // import path -> *buildResult
+
+type buildResult struct {
+	once sync.Once
+	path string
+	out  []byte
+	err  error
+}
+
+// Build compiles the main package at importPath with the go command and returns the
+// binary's path. The result is memoised for the life of the test binary and lives
+// in a directory under os.TempDir() shared by concurrent test processes (written to
+// a temporary name, then renamed).
+func Build(t testing.TB, importPath string) string {
+	t.Helper()
+	v, _ := builds.LoadOrStore(importPath, &buildResult{})
+	r := v.(*buildResult)
+	r.once.Do(func() {
+		sum := sha256.Sum256([]byte(importPath))
+		dir := filepath.Join(os.TempDir(), "coordtest-bin")
+		if r.err = os.MkdirAll(dir, 0o755); r.err != nil {
+			return
+		}
+		r.path = filepath.Join(dir, filepath.Base(importPath)+"-"+hex.EncodeToString(sum[:6]))
+		tmp, err := os.CreateTemp(dir, "build-*")
+		if err != nil {
+			r.err = err
+			return
+		}
+		tmp.Close()
+		cmd := exec.Command("go", "build", "-o", tmp.Name(), importPath)
+		r.out, r.err = cmd.CombinedOutput()
+		if r.err == nil {
+			r.err = os.Rename(tmp.Name(), r.path)
+		} else {
+			os.Remove(tmp.Name())
+		}
+	})
+	if r.err != nil {
+		t.Fatalf("coordtest: go build %s: %v\n%s", importPath, r.err, r.out)
+	}
+	return r.path
+}
