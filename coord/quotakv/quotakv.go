@@ -6,24 +6,56 @@ package quotakv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/coordkit/coordkit/coord"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // KV is a clientv3.KV that enforces quotas on writes. Safe for concurrent use.
 type KV struct {
 	clientv3.KV
-	q *coord.Quotas
+	q        *coord.Quotas
+	rejected metric.Int64Counter
+}
+
+// Options configure a KV. A nil *Options takes the defaults.
+type Options struct {
+	// MeterProvider receives coord.quota.rejected (attributes: tenant, quota).
+	// Default: otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
 }
 
 // New wraps kv so that writes are charged against q.
-func New(kv clientv3.KV, q *coord.Quotas) *KV { return &KV{KV: kv, q: q} }
+func New(kv clientv3.KV, q *coord.Quotas, opts *Options) *KV {
+	mp := otel.GetMeterProvider()
+	if opts != nil && opts.MeterProvider != nil {
+		mp = opts.MeterProvider
+	}
+	// The API's counters never fail to construct; a nil-safe no-op is returned on error.
+	rejected, _ := mp.Meter(coord.InstrumentationName+"/coord/quotakv").Int64Counter(coord.MetricQuotaRejected,
+		metric.WithDescription("Writes refused by a client-side quota before reaching etcd"))
+	return &KV{KV: kv, q: q, rejected: rejected}
+}
+
+// allow asks the quotas and counts a refusal.
+func (k *KV) allow(ctx context.Context, key string, writes, maxValue int) error {
+	err := k.q.AllowWrite(key, writes, maxValue)
+	var qe *coord.QuotaError
+	if errors.As(err, &qe) {
+		k.rejected.Add(ctx, 1, metric.WithAttributes(
+			attribute.String(coord.AttrTenant, qe.Tenant), attribute.String(coord.AttrQuota, qe.Quota)))
+	}
+	return err
+}
 
 // Put checks the value size and the tenant's write rate, then calls the wrapped Put.
 func (k *KV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
-	if err := k.q.AllowWrite(key, 1, len(val)); err != nil {
+	if err := k.allow(ctx, key, 1, len(val)); err != nil {
 		return nil, fmt.Errorf("quotakv: put: %w", err)
 	}
 	return k.KV.Put(ctx, key, val, opts...)
@@ -31,7 +63,7 @@ func (k *KV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption
 
 // Delete charges one write to the tenant of key, then calls the wrapped Delete.
 func (k *KV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
-	if err := k.q.AllowWrite(key, 1, 0); err != nil {
+	if err := k.allow(ctx, key, 1, 0); err != nil {
 		return nil, fmt.Errorf("quotakv: delete: %w", err)
 	}
 	return k.KV.Delete(ctx, key, opts...)
@@ -39,7 +71,7 @@ func (k *KV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) 
 
 // Do checks op when it writes, then calls the wrapped Do.
 func (k *KV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
-	if err := k.check(op); err != nil {
+	if err := k.check(ctx, op); err != nil {
 		return clientv3.OpResponse{}, fmt.Errorf("quotakv: do: %w", err)
 	}
 	return k.KV.Do(ctx, op)
@@ -47,22 +79,22 @@ func (k *KV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error
 
 // Txn returns a transaction whose Commit checks every write in Then and Else.
 func (k *KV) Txn(ctx context.Context) clientv3.Txn {
-	return &txn{Txn: k.KV.Txn(ctx), kv: k}
+	return &txn{Txn: k.KV.Txn(ctx), ctx: ctx, kv: k}
 }
 
 // check charges the writes of op, recursing into nested transactions. Each key is
 // charged to its own tenant, so a transaction cannot hide one tenant's writes
 // behind another's key.
-func (k *KV) check(op clientv3.Op) error {
+func (k *KV) check(ctx context.Context, op clientv3.Op) error {
 	switch {
 	case op.IsPut():
-		return k.q.AllowWrite(string(op.KeyBytes()), 1, len(op.ValueBytes()))
+		return k.allow(ctx, string(op.KeyBytes()), 1, len(op.ValueBytes()))
 	case op.IsDelete():
-		return k.q.AllowWrite(string(op.KeyBytes()), 1, 0)
+		return k.allow(ctx, string(op.KeyBytes()), 1, 0)
 	case op.IsTxn():
 		_, thenOps, elseOps := op.Txn()
 		for _, o := range append(thenOps, elseOps...) {
-			if err := k.check(o); err != nil {
+			if err := k.check(ctx, o); err != nil {
 				return err
 			}
 		}
@@ -72,6 +104,7 @@ func (k *KV) check(op clientv3.Op) error {
 
 type txn struct {
 	clientv3.Txn
+	ctx context.Context
 	kv  *KV
 	ops []clientv3.Op
 }
@@ -92,7 +125,7 @@ func (t *txn) Else(ops ...clientv3.Op) clientv3.Txn {
 
 func (t *txn) Commit() (*clientv3.TxnResponse, error) {
 	for _, op := range t.ops {
-		if err := t.kv.check(op); err != nil {
+		if err := t.kv.check(t.ctx, op); err != nil {
 			return nil, fmt.Errorf("quotakv: txn: %w", err)
 		}
 	}

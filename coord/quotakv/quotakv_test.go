@@ -11,12 +11,16 @@ import (
 	"github.com/coordkit/coordkit/coord/quotakv"
 	"github.com/coordkit/coordkit/testing/coordtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func TestQuotasBeforeEtcd(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	clock := coordtest.NewFakeClock(time.Unix(0, 0))
-	kv := quotakv.New(cli, coord.NewQuotas(coord.QuotaConfig{Clock: clock}))
+	reader := sdkmetric.NewManualReader()
+	kv := quotakv.New(cli, coord.NewQuotas(coord.QuotaConfig{Clock: clock}),
+		&quotakv.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	key := "/tenants/acme/config/big"
@@ -61,6 +65,24 @@ func TestQuotasBeforeEtcd(t *testing.T) {
 	}
 	if _, err := kv.Put(ctx, "/no-tenant", "v"); !errors.Is(err, coord.ErrInvalidName) {
 		t.Fatalf("outside layout: %v", err)
+	}
+	// Every refusal was counted: 1 oversized put, 1 oversized txn, 51 over rate.
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	var counted int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == coord.MetricQuotaRejected {
+				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					counted += dp.Value
+				}
+			}
+		}
+	}
+	if counted != 53 {
+		t.Fatalf("%s counted %d refusals, want 53", coord.MetricQuotaRejected, counted)
 	}
 	// Reads are never charged.
 	for i := 0; i < 300; i++ {
