@@ -1,0 +1,147 @@
+package reliability
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/coord/quotakv"
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// enableTenantAuth creates a root user and, per tenant, a role whose permission is
+// read-write on /tenants/{tenant}/ only, then enables auth. It returns a client
+// logged in as each tenant.
+func enableTenantAuth(t *testing.T, endpoints []string, tenants ...string) map[string]*clientv3.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := coordtest.NewEtcdClient(t, endpoints...)
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(admin.RoleAdd(ctx, "root"))
+	must(admin.UserAdd(ctx, "root", "root-pw"))
+	must(admin.UserGrantRole(ctx, "root", "root"))
+	for _, tn := range tenants {
+		prefix, err := coord.TenantPrefix(tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(admin.RoleAdd(ctx, "tenant-"+tn))
+		must(admin.RoleGrantPermission(ctx, "tenant-"+tn, prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermReadWrite)))
+		must(admin.UserAdd(ctx, tn, tn+"-pw"))
+		must(admin.UserGrantRole(ctx, tn, "tenant-"+tn))
+	}
+	must(admin.AuthEnable(ctx))
+	clients := map[string]*clientv3.Client{}
+	for _, tn := range tenants {
+		c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, Username: tn, Password: tn + "-pw",
+			DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clients[tn] = c
+	}
+	return clients
+}
+
+func denied(err error) bool {
+	return errors.Is(err, rpctypes.ErrPermissionDenied) || (err != nil && strings.Contains(err.Error(), "permission denied"))
+}
+
+// TestTenantIsolation: with etcd auth and a role per tenant prefix, every
+// cross-tenant read, write, watch and lease operation is denied, and the client-side
+// quotas hold at 64 KiB + 1 and above 200 writes/s.
+func TestTenantIsolation(t *testing.T) {
+	start := time.Now()
+	res := Result{Scenario: "tenant isolation with etcd auth", Faults: map[string]int{}, Outcome: map[string]int64{}}
+	defer Report(t, &res)
+
+	srv := coordtest.Etcd(t)
+	cl := enableTenantAuth(t, srv.Endpoints, "acme", "globex")
+	acme, globex := cl["acme"], cl["globex"]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// globex owns a key attached to its own lease.
+	gl, err := globex.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := globex.Put(ctx, "/tenants/globex/elections/x/1", "holder", clientv3.WithLease(gl.ID)); err != nil {
+		t.Fatal(err)
+	}
+	// acme may use its own prefix.
+	if _, err := acme.Put(ctx, "/tenants/acme/config/a", "v"); err != nil {
+		t.Fatalf("own prefix: %v", err)
+	}
+
+	attempts := map[string]error{}
+	_, attempts["read"] = acme.Get(ctx, "/tenants/globex/elections/x/1")
+	_, attempts["range read"] = acme.Get(ctx, "/tenants/", clientv3.WithPrefix())
+	_, attempts["write"] = acme.Put(ctx, "/tenants/globex/config/evil", "v")
+	_, attempts["delete"] = acme.Delete(ctx, "/tenants/globex/elections/x/1")
+	_, attempts["txn"] = acme.Txn(ctx).Then(clientv3.OpPut("/tenants/globex/config/evil", "v")).Commit()
+	_, attempts["lease revoke"] = acme.Revoke(ctx, gl.ID)
+	_, attempts["lease attach"] = acme.Put(ctx, "/tenants/acme/config/b", "v", clientv3.WithLease(gl.ID))
+	_, attempts["lease ttl with keys"] = acme.TimeToLive(ctx, gl.ID, clientv3.WithAttachedKeys())
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	wr := <-acme.Watch(wctx, "/tenants/globex/", clientv3.WithPrefix())
+	wcancel()
+	attempts["watch"] = wr.Err()
+
+	for op, err := range attempts {
+		res.Trials++
+		if denied(err) {
+			res.Outcome["denied"]++
+			continue
+		}
+		res.Outcome["allowed"]++
+		t.Errorf("cross-tenant %s was not denied: %v", op, err)
+	}
+	// globex's lease and key survived every attempt.
+	if r, err := globex.Get(ctx, "/tenants/globex/elections/x/1"); err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("globex's key did not survive: %v", err)
+	}
+
+	// Quotas, on the client, before etcd.
+	kv := quotakv.New(acme, coord.NewQuotas(coord.QuotaConfig{}), nil)
+	if _, err := kv.Put(ctx, "/tenants/acme/config/big", strings.Repeat("x", 64<<10)); err != nil {
+		t.Fatalf("64 KiB: %v", err)
+	}
+	if _, err := kv.Put(ctx, "/tenants/acme/config/big", strings.Repeat("x", 64<<10+1)); !errors.Is(err, coord.ErrQuotaExceeded) {
+		t.Fatalf("64 KiB + 1: %v", err)
+	}
+	res.Faults["oversized value"] = 1
+	var refused int64
+	burstStart := time.Now()
+	for i := 0; i < 400; i++ {
+		if _, err := kv.Put(ctx, "/tenants/acme/config/rate", "v"); errors.Is(err, coord.ErrQuotaExceeded) {
+			refused++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(burstStart).Seconds()
+	// At most burst (200) + 200/s × elapsed writes may pass.
+	if passed := 400 - refused; float64(passed) > 200+200*elapsed+1 {
+		t.Fatalf("%d writes passed in %.2fs: rate quota not enforced", passed, elapsed)
+	}
+	if refused == 0 {
+		t.Fatal("400 writes in a burst were all allowed")
+	}
+	res.Faults["write burst (400)"] = 1
+	res.Outcome["writes refused by quota"] = refused
+	res.Seconds = time.Since(start).Seconds()
+}

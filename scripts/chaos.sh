@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The full reliability tier: every scenario with more trials and longer faults
+# (COORD_FULL=1), then docs/reliability.md is rewritten from their reports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/services.sh
+report=$(mktemp)
+export COORD_FULL=1 COORD_RELIABILITY_REPORT="$report"
+status=0
+# Per-package fault tests report too; the reliability module gathers the suite.
+(cd reliability && go test -count=1 -timeout 80m -v ./...) || status=$?
+(cd reliability && go run ./cmd/reliabilityreport -in "$report" -out ../docs/reliability.md -cmd "scripts/chaos.sh")
+echo "wrote docs/reliability.md ($(wc -l < "$report") scenario results)"
+exit $status
