@@ -1,0 +1,30 @@
+package good
+
+import (
+	"context"
+	"time"
+
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/efficiencylock"
+	"github.com/redis/go-redis/v9"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+func ok(ctx context.Context, s *correctnesslease.Session, c *redis.Client, key string) error {
+	lease, err := correctnesslease.Acquire(ctx, s, "billing")
+	if err != nil {
+		return err
+	}
+	use(lease.Token())
+	_, err = efficiencylock.New(c, efficiencylock.DuplicatesHarmless("cache warm-up"), nil)
+	// Plain Redis use is fine: only locking patterns are reported.
+	c.Set(ctx, key, "v", time.Second)
+	c.Do(ctx, "SET", key, "v")
+	c.Do(ctx, "GET", "nx")
+	c.SetArgs(ctx, key, "v", redis.SetArgs{Mode: "XX"})
+	c.Eval(ctx, `return redis.call('GET', KEYS[1])`, []string{key})
+	_, _ = concurrency.NewSession(nil) // a session alone is no lock
+	return err
+}
+
+func use(any) {}
