@@ -1,0 +1,226 @@
+package correctnesslease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Acquire takes the lease name for session s, waiting in FIFO order (by create
+// revision) behind earlier requests. It puts the session's key
+// /tenants/{tenant}/elections/{name}/<lease id> and blocks until every earlier key
+// is gone, watching only its predecessor (no thundering herd) and its own key.
+//
+// ctx bounds the wait AND the lease: when ctx ends, the returned Lease loses its
+// authority (LossCancelled). It returns early with an error wrapping a
+// *coord.AuthorityLostError when, while waiting, ctx ends (LossCancelled, which
+// also matches ctx's error), the session loses authority, or the key is deleted
+// or overwritten (LossKeyDeleted, etcd issue 19597: never a lease without a key);
+// its key is then removed. Invalid names return *coord.NameError; a second
+// Acquire of a name this session already holds or waits for returns
+// ErrAlreadyQueued.
+func Acquire(ctx context.Context, s *Session, name string) (*Lease, error) {
+	return acquire(ctx, s, name, true)
+}
+
+// TryAcquire is Acquire without waiting: when any earlier key exists (someone
+// holds the lease or waits for it) it removes its own key and returns an error
+// matching ErrHeld. It blocks for one or two RPCs, bounded by ctx.
+func TryAcquire(ctx context.Context, s *Session, name string) (*Lease, error) {
+	return acquire(ctx, s, name, false)
+}
+
+func acquire(ctx context.Context, s *Session, name string, wait bool) (_ *Lease, err error) {
+	if s == nil {
+		return nil, &ConfigError{Field: "session", Reason: "nil *Session"}
+	}
+	prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("correctnesslease: acquire %s: %w", prefix,
+			&coord.AuthorityLostError{Lease: prefix, Reason: coord.LossCancelled, Err: err})
+	}
+	spanName := "correctnesslease.Acquire"
+	if !wait {
+		spanName = "correctnesslease.TryAcquire"
+	}
+	ctx, span := s.in.tracer.Start(ctx, spanName, trace.WithAttributes(
+		attribute.String(coord.AttrTenant, s.cfg.Tenant), attribute.String(coord.AttrLease, prefix)))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
+
+	l := &Lease{s: s, name: name, prefix: prefix, key: s.keyFor(prefix)}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	if err := s.register(l); err != nil {
+		l.cancel(err)
+		return nil, fmt.Errorf("correctnesslease: acquire %s: %w", prefix, err)
+	}
+
+	// One RPC queues the key and reads the newest two keys under the prefix:
+	// ours (just created, so the newest) and our predecessor, if any.
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
+		Then(
+			clientv3.OpPut(l.key, "", clientv3.WithLease(s.id)),
+			clientv3.OpGet(prefix+"/", clientv3.WithPrefix(),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)),
+		).
+		Else(clientv3.OpGet(l.key)).
+		Commit()
+	if err != nil {
+		l.lose(coord.LossCancelled, err)
+		// The put may have been applied even though we saw an error.
+		l.cleanupUnknown()
+		return nil, fmt.Errorf("correctnesslease: acquire %s: queue: %w", prefix, err)
+	}
+	if !resp.Succeeded {
+		// A key of this session that no live Lease owns: left over by a
+		// cleanup that failed. Remove it (only that version) and queue again.
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) > 0 {
+			_, _ = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", kvs[0].CreateRevision)).
+				Then(clientv3.OpDelete(l.key)).Commit()
+		}
+		l.lose(coord.LossReleased, nil)
+		return acquire(ctx, s, name, wait)
+	}
+	l.rev = resp.Header.Revision
+	kvs := resp.Responses[1].GetResponseRange().Kvs
+	var pred string
+	var predRev int64
+	if len(kvs) == 2 {
+		pred, predRev = string(kvs[1].Key), kvs[1].CreateRevision
+	}
+	// Watch our own key from the revision after its creation, waiting and held.
+	s.wg.Add(1)
+	go l.watchKey()
+
+	// The caller's context ending is loss of authority.
+	l.stopAF = context.AfterFunc(ctx, func() {
+		l.lose(coord.LossCancelled, context.Cause(ctx))
+	})
+
+	if pred != "" && !wait {
+		l.lose(coord.LossReleased, nil)
+		l.cleanup()
+		return nil, fmt.Errorf("correctnesslease: %w: %s (%s is ahead)", ErrHeld, prefix, pred)
+	}
+	rev := resp.Header.Revision
+	for pred != "" {
+		pred, rev, err = l.waitFor(pred, predRev, rev)
+		if err != nil {
+			l.cleanup()
+			return nil, fmt.Errorf("correctnesslease: acquire %s: %w", prefix, err)
+		}
+	}
+
+	l.mu.Lock()
+	lost := l.lost
+	if lost == nil {
+		l.heldAt = s.cfg.Clock.Now()
+	}
+	l.mu.Unlock()
+	if lost != nil {
+		l.cleanup()
+		return nil, fmt.Errorf("correctnesslease: acquire %s: %w", prefix, lost)
+	}
+	s.in.acquired(prefix)
+	span.SetAttributes(attribute.Int64("coord.token_revision", l.rev))
+	return l, nil
+}
+
+// waitFor blocks until the predecessor key (seen at revision rev) is deleted,
+// then reads, in one transaction that also checks that our key still exists, the
+// next predecessor. It returns pred == "" when we are first. Any loss of the
+// lease (session, own key, caller) ends the wait with the loss as error.
+func (l *Lease) waitFor(pred string, predRev, rev int64) (string, int64, error) {
+	ctx := l.ctx
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := l.s.cli.Watch(wctx, pred, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			return "", 0, l.lossErr()
+		case wr, ok := <-wch:
+			if !ok || wr.Err() != nil {
+				break wait // re-read: the watch ended (compaction, stream closed)
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					break wait
+				}
+			}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := l.s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)).
+			Then(clientv3.OpGet(l.prefix+"/", clientv3.WithPrefix(),
+				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+				clientv3.WithMaxCreateRev(l.rev-1), clientv3.WithLimit(1))).
+			Commit()
+		if err != nil {
+			if lost := l.lossErr(); lost != nil {
+				return "", 0, lost
+			}
+			if werr := (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(ctx, l.s.cfg.Clock, attempt); werr != nil {
+				if lost := l.lossErr(); lost != nil {
+					return "", 0, lost
+				}
+				return "", 0, werr
+			}
+			continue
+		}
+		if !resp.Succeeded {
+			l.lose(coord.LossKeyDeleted, errors.New("key "+l.key+" deleted while waiting"))
+			return "", 0, l.lossErr()
+		}
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return "", resp.Header.Revision, nil
+		}
+		_ = predRev
+		return string(kvs[0].Key), resp.Header.Revision, nil
+	}
+}
+
+// cleanup removes our key (if it is still ours) after a failed acquisition. The
+// lease has lost its authority already. It uses a fresh context: the caller's may
+// be the reason we are here.
+func (l *Lease) cleanup() {
+	l.lose(coord.LossReleased, nil)
+	if l.s.lostReason() == coord.LossSessionExpired {
+		return // etcd deleted the key with the lease
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.TTL/3)
+	defer cancel()
+	if err := l.deleteKey(ctx); err != nil {
+		l.s.cfg.Logger.Warn("correctnesslease: could not remove queued key; it expires with the session",
+			"key", l.key, "err", err)
+	}
+}
+
+// cleanupUnknown removes our key after a queue transaction whose outcome is
+// unknown: if the key exists it was created by that transaction (the session
+// holds no other Lease for this key), so delete it whatever its revision.
+func (l *Lease) cleanupUnknown() {
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.TTL/3)
+	defer cancel()
+	_, _ = l.s.cli.Delete(ctx, l.key)
+}

@@ -1,0 +1,108 @@
+package correctnesslease
+
+import (
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Defaults and bounds of Config.
+const (
+	// DefaultTTL is RFC-COORD-001 MUST 3's default: long enough that a GC pause or
+	// a slow disk does not cost leadership, short enough that a dead holder is
+	// replaced within seconds.
+	DefaultTTL = 15 * time.Second
+	// MinTTL and MaxTTL bound Config.TTL. Below 2 s etcd itself raises the TTL
+	// (its minimum is 1.5 election timeouts); above 60 s a dead holder blocks
+	// its role for longer than any caller should accept.
+	MinTTL = 2 * time.Second
+	MaxTTL = 60 * time.Second
+)
+
+// Config configures a Session. The zero value is invalid only because Tenant is
+// required; every other field has a default.
+type Config struct {
+	// Tenant owns the keys: /tenants/{Tenant}/elections/{name}/… for leases and
+	// /tenants/{Tenant}/members/… for the session key. Required; validated with
+	// coord.ValidateName.
+	Tenant string
+
+	// TTL of the etcd lease. Default DefaultTTL (15 s); must be in
+	// [MinTTL, MaxTTL]. etcd grants whole seconds, so a fractional TTL is rounded
+	// up on the server (the local step-down deadline uses the exact TTL: safe).
+	// Keepalives are sent every TTL/3; the session steps down when none has
+	// succeeded for 2/3 TTL.
+	TTL time.Duration
+
+	// KeepaliveTimeout bounds each keepalive RPC. Default TTL/6. Must be below
+	// TTL/3, or NewSession fails: a keepalive that may take longer than the
+	// renewal interval leaves no time for a retry before the step-down deadline.
+	KeepaliveTimeout time.Duration
+
+	// Clock measures renewals and deadlines. Default coord.SystemClock(); it must
+	// be monotonic.
+	Clock coord.Clock
+
+	// Logger receives step-downs and keepalive failures. Default slog.Default().
+	Logger *slog.Logger
+
+	// MeterProvider for the coord.lease.* and coord.session.* metrics. Default
+	// otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+
+	// TracerProvider for session, acquire and release spans. Default
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+
+	// keepAliveOnce replaces cli.KeepAliveOnce in tests of the renewal logic.
+	keepAliveOnce keepAliveFunc
+}
+
+// withDefaults returns a copy of c with every zero field defaulted, after
+// validating it.
+func (c Config) withDefaults() (Config, error) {
+	if err := coord.ValidateName("tenant", c.Tenant, coord.MaxTenantLen); err != nil {
+		return c, err
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.TTL < MinTTL || c.TTL > MaxTTL {
+		return c, &ConfigError{Field: "TTL", Reason: c.TTL.String() + " outside [" + MinTTL.String() + ", " + MaxTTL.String() + "]"}
+	}
+	if c.KeepaliveTimeout == 0 {
+		c.KeepaliveTimeout = c.TTL / 6
+	}
+	if c.KeepaliveTimeout < 0 {
+		return c, &ConfigError{Field: "KeepaliveTimeout", Reason: "negative"}
+	}
+	if c.KeepaliveTimeout >= c.TTL/3 {
+		return c, &ConfigError{Field: "KeepaliveTimeout", Reason: c.KeepaliveTimeout.String() + " is not below TTL/3 = " + (c.TTL / 3).String()}
+	}
+	c.Clock = coord.OrSystem(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
+	return c, nil
+}
+
+// renewInterval is how often a healthy session sends a keepalive.
+func (c Config) renewInterval() time.Duration { return c.TTL / 3 }
+
+// stepDownAfter is how long after the send time of the last successful
+// keepalive the session gives up its authority.
+func (c Config) stepDownAfter() time.Duration { return c.TTL * 2 / 3 }
+
+// retryInterval is the pause before the next keepalive after a failed one.
+func (c Config) retryInterval() time.Duration { return c.TTL / 12 }

@@ -1,0 +1,38 @@
+package correctnesslease
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrHeld is returned (wrapped) by TryAcquire when another key is ahead in the
+	// queue: someone else holds the lease or waits for it.
+	ErrHeld = errors.New("correctnesslease: lease held by another session")
+
+	// ErrAlreadyQueued is returned (wrapped) by Acquire and TryAcquire when this
+	// session already holds, or waits for, the same name. A session holds a name
+	// at most once.
+	ErrAlreadyQueued = errors.New("correctnesslease: session already holds or waits for this lease")
+
+	// ErrInvalidConfig matches every *ConfigError.
+	ErrInvalidConfig = errors.New("correctnesslease: invalid config")
+
+	// ErrDrainExceeded is returned (wrapped) by Run when the work function did not
+	// return within RunOpts.Drain after its context was cancelled. Run does not
+	// campaign again while the previous term's work may still be running.
+	ErrDrainExceeded = errors.New("correctnesslease: work did not stop within the drain period")
+)
+
+// ConfigError reports an invalid Config field. It matches ErrInvalidConfig.
+type ConfigError struct {
+	Field  string // the Config field, e.g. "TTL"
+	Reason string // what is wrong with it
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("correctnesslease: invalid config %s: %s", e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }

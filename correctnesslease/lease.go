@@ -1,0 +1,185 @@
+package correctnesslease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Lease is one held correctness lease: a key under the election prefix, owned by a
+// Session, first in FIFO order. Its authority ends at the first of: Release,
+// session step-down or expiry, its key deleted or overwritten by someone else, or
+// the context given to Acquire ending. Safe for concurrent use.
+type Lease struct {
+	s      *Session
+	name   string // the caller's name
+	prefix string // /tenants/{t}/elections/{name}
+	key    string // prefix/<session lease id hex>
+	rev    int64  // create revision of key: the token
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stopAF func() bool // stops the AfterFunc on the caller's context
+
+	mu       sync.Mutex
+	lost     *coord.AuthorityLostError
+	heldAt   time.Time // zero while waiting
+	released bool
+	relErr   error
+}
+
+// Token returns the fencing token of the lease: its election prefix
+// (/tenants/{t}/elections/{name}) and the create revision of the holder's key.
+// Send it with every write; the resource rejects it once a newer holder has
+// written. It stays the same after authority is lost (so that a late write is
+// rejected as stale, not accepted unfenced).
+func (l *Lease) Token() coord.Token { return newToken(l.prefix, l.rev) }
+
+// Name returns the name passed to Acquire.
+func (l *Lease) Name() string { return l.name }
+
+// Key returns the etcd key of the holder.
+func (l *Lease) Key() string { return l.key }
+
+// Context returns a context that is cancelled the moment the lease's authority is
+// in doubt. context.Cause returns a *coord.AuthorityLostError whose Reason says
+// why: LossRenewalDeadline (step-down), LossSessionExpired, LossKeyDeleted,
+// LossCancelled (the context given to Acquire ended; it wraps that context's
+// cause) or LossReleased. It carries the values of Acquire's context.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Err returns nil while the lease has authority, and the *coord.AuthorityLostError
+// afterwards.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		return nil
+	}
+	return l.lost
+}
+
+// Release gives up the lease: the Context is cancelled (LossReleased) first, then
+// the key is deleted if and only if its create revision is still this lease's
+// token, so a retried or late Release never deletes a newer holder's key (etcd
+// issue 22082). It blocks for one RPC, bounded by ctx. Release is idempotent:
+// later calls return the first call's result. When the delete fails the key still
+// expires with the session; it returns the error.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		err := l.relErr
+		l.mu.Unlock()
+		return err
+	}
+	l.released = true
+	l.mu.Unlock()
+
+	l.lose(coord.LossReleased, nil)
+	ctx, span := l.s.in.tracer.Start(ctx, "correctnesslease.Release")
+	defer span.End()
+	err := l.deleteKey(ctx)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		err = fmt.Errorf("correctnesslease: release %s: %w", l.prefix, err)
+	}
+	l.mu.Lock()
+	l.relErr = err
+	l.mu.Unlock()
+	return err
+}
+
+// deleteKey deletes the key only if it is still ours.
+func (l *Lease) deleteKey(ctx context.Context) error {
+	_, err := l.s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)).
+		Then(clientv3.OpDelete(l.key)).
+		Commit()
+	return err
+}
+
+// lose ends the lease's authority (first call wins): it cancels the context with
+// the cause, unregisters from the session and records metrics.
+func (l *Lease) lose(reason coord.LossReason, cause error) {
+	l.mu.Lock()
+	if l.lost != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.lost = &coord.AuthorityLostError{Lease: l.prefix, Reason: reason, Err: cause}
+	lost, heldAt := l.lost, l.heldAt
+	l.mu.Unlock()
+
+	l.cancel(lost)
+	if l.stopAF != nil {
+		l.stopAF()
+	}
+	l.s.unregister(l)
+	if !heldAt.IsZero() {
+		l.s.in.lost(l.prefix, reason, l.s.cfg.Clock.Now().Sub(heldAt))
+		if reason != coord.LossReleased {
+			l.s.cfg.Logger.Warn("correctnesslease: lease lost authority", "lease", l.prefix,
+				"token", l.Token().String(), "reason", string(reason), "err", cause)
+		}
+	}
+}
+
+// lossErr returns the loss (a *coord.AuthorityLostError) or nil.
+func (l *Lease) lossErr() *coord.AuthorityLostError {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// watchKey watches the lease's own key from the revision after its creation, for
+// the whole life of the lease, waiting and held: a delete, or a put by anyone
+// (this package never writes the key twice), is loss of authority. Watching from
+// a revision leaves no gap between the creation and the watch.
+func (l *Lease) watchKey() {
+	defer l.s.wg.Done()
+	ctx := l.ctx
+	next := l.rev + 1
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		wch := l.s.cli.Watch(ctx, l.key, clientv3.WithRev(next))
+		for wr := range wch {
+			if err := wr.Err(); err != nil {
+				break // compacted or cancelled: re-read below
+			}
+			for _, ev := range wr.Events {
+				what := "deleted"
+				if ev.Type == clientv3.EventTypePut {
+					what = "overwritten"
+				}
+				l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s %s at revision %d", l.key, what, ev.Kv.ModRevision))
+				return
+			}
+			attempt = 0
+			next = wr.Header.Revision + 1
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// The watch ended without our asking (compaction, a closed stream):
+		// check the key now and watch again from there.
+		resp, err := l.s.cli.Get(ctx, l.key)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(ctx, l.s.cfg.Clock, attempt)
+			continue
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.rev || resp.Kvs[0].ModRevision != l.rev {
+			l.lose(coord.LossKeyDeleted, errors.New("key "+l.key+" gone or changed after a watch restart"))
+			return
+		}
+		next = resp.Header.Revision + 1
+	}
+}

@@ -1,0 +1,214 @@
+package correctnesslease
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Session owns one etcd lease, kept alive by its own renewal loop, and every
+// Lease acquired on it. All leases on a session share its single keepalive and
+// lose their authority together when the session does. Safe for concurrent use.
+type Session struct {
+	cli    *clientv3.Client
+	cfg    Config
+	id     clientv3.LeaseID
+	member string // the key the session owns, under /tenants/{t}/members/
+	in     *instruments
+
+	done     chan struct{}      // closed when authority is lost
+	stopCtx  context.Context    // cancelled by Close: ends the renewal loop and watchers
+	stop     context.CancelFunc // cancels stopCtx
+	stopOnce sync.Once
+	wg       sync.WaitGroup // the renewal loop, lease watchers, the revoke after a step-down
+
+	mu     sync.Mutex
+	err    *coord.AuthorityLostError // set once, when done is closed
+	leases map[*Lease]struct{}       // held and waiting leases
+	keys   map[string]*Lease         // the same, by key
+}
+
+// NewSession grants an etcd lease of cfg.TTL, attaches a key the session owns
+// under /tenants/{cfg.Tenant}/members/, and starts the renewal loop. It blocks for
+// the two RPCs, bounded by ctx. It returns a *ConfigError (ErrInvalidConfig) or a
+// *coord.NameError (coord.ErrInvalidName) for invalid configuration, and the
+// etcd error otherwise; on error nothing is left behind. ctx is not retained: the
+// session lives until Close or loss of authority.
+func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session, error) {
+	if cli == nil {
+		return nil, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.keepAliveOnce == nil {
+		cfg.keepAliveOnce = cli.KeepAliveOnce
+	}
+	s := &Session{
+		cli:    cli,
+		cfg:    cfg,
+		in:     newInstruments(cfg),
+		done:   make(chan struct{}),
+		leases: map[*Lease]struct{}{},
+		keys:   map[string]*Lease{},
+	}
+	ctx, span := s.in.tracer.Start(ctx, "correctnesslease.NewSession",
+		trace.WithAttributes(attribute.String(coord.AttrTenant, cfg.Tenant)))
+	defer span.End()
+
+	// The renewal clock starts when the grant is sent: etcd starts the TTL when
+	// it applies the grant, which is later.
+	sent := cfg.Clock.Now()
+	grant, err := cli.Grant(ctx, int64(math.Ceil(cfg.TTL.Seconds())))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, fmt.Errorf("correctnesslease: grant lease: %w", err)
+	}
+	s.id = grant.ID
+	member, err := coord.Key(cfg.Tenant, coord.KindMembers, "session-"+strconv.FormatInt(int64(grant.ID), 16))
+	if err == nil {
+		s.member = member
+		host, _ := os.Hostname()
+		_, err = cli.Put(ctx, member, host+" pid "+strconv.Itoa(os.Getpid()), clientv3.WithLease(grant.ID))
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.KeepaliveTimeout)
+		_, _ = cli.Revoke(rctx, grant.ID)
+		cancel()
+		return nil, fmt.Errorf("correctnesslease: attach session key: %w", err)
+	}
+	span.SetAttributes(attribute.String("etcd.lease_id", strconv.FormatInt(int64(grant.ID), 16)))
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.renew(sent)
+	cfg.Logger.Debug("correctnesslease: session started", "tenant", cfg.Tenant, "lease_id", strconv.FormatInt(int64(grant.ID), 16), "ttl", cfg.TTL)
+	return s, nil
+}
+
+// LeaseID returns the etcd lease of the session.
+func (s *Session) LeaseID() clientv3.LeaseID { return s.id }
+
+// TTL returns the session's configured TTL.
+func (s *Session) TTL() time.Duration { return s.cfg.TTL }
+
+// Done returns a channel closed when the session has lost its authority: the
+// renewal deadline passed (step-down), etcd reported the lease gone, or Close was
+// called. Every Lease on the session has lost its authority by then.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns nil while the session has authority, and afterwards the
+// *coord.AuthorityLostError (matching coord.ErrAuthorityLost) that says why it
+// was lost (LossRenewalDeadline, LossSessionExpired or LossReleased).
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return nil
+	}
+	return s.err
+}
+
+// Close ends the session: every Lease on it loses authority with LossReleased
+// (their contexts are cancelled first), the renewal loop stops, and the etcd
+// lease is revoked so that etcd deletes every key of the session at once and the
+// next waiters take over without waiting for the TTL. It blocks for the revoke,
+// bounded by ctx, and until the session's goroutines have ended. It returns the
+// revoke error, if any (the lease then expires on its own within the TTL).
+// Calling Close again returns nil.
+func (s *Session) Close(ctx context.Context) error {
+	first := false
+	s.stopOnce.Do(func() { first = true; s.stop() })
+	if !first {
+		s.wg.Wait()
+		return nil
+	}
+	s.lose(coord.LossReleased, nil)
+	s.wg.Wait()
+	if s.lostReason() == coord.LossSessionExpired {
+		return nil // etcd already said the lease is gone
+	}
+	ctx, span := s.in.tracer.Start(ctx, "correctnesslease.Session.Close")
+	defer span.End()
+	if _, err := s.cli.Revoke(ctx, s.id); err != nil && !isLeaseGone(err) {
+		span.SetStatus(codes.Error, err.Error())
+		return fmt.Errorf("correctnesslease: revoke session lease: %w", err)
+	}
+	return nil
+}
+
+// lose ends the session's authority with reason (first call wins): it cancels
+// every lease, then closes done. It reports whether this call did it.
+func (s *Session) lose(reason coord.LossReason, cause error) bool {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.err = &coord.AuthorityLostError{Reason: reason, Err: cause}
+	leases := make([]*Lease, 0, len(s.leases))
+	for l := range s.leases {
+		leases = append(leases, l)
+	}
+	s.mu.Unlock()
+	for _, l := range leases {
+		l.lose(reason, cause)
+	}
+	close(s.done)
+	if reason != coord.LossReleased {
+		s.cfg.Logger.Warn("correctnesslease: session lost authority", "tenant", s.cfg.Tenant,
+			"lease_id", strconv.FormatInt(int64(s.id), 16), "reason", string(reason), "err", cause)
+	}
+	return true
+}
+
+// register adds a waiting lease; it fails when the session has lost authority
+// or already holds key.
+func (s *Session) register(l *Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if _, dup := s.keys[l.key]; dup {
+		return fmt.Errorf("%w: %s", ErrAlreadyQueued, l.prefix)
+	}
+	s.leases[l] = struct{}{}
+	s.keys[l.key] = l
+	return nil
+}
+
+func (s *Session) unregister(l *Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.leases, l)
+	if s.keys[l.key] == l {
+		delete(s.keys, l.key)
+	}
+}
+
+// keyFor returns this session's key under an election prefix.
+func (s *Session) keyFor(prefix string) string {
+	return prefix + "/" + strconv.FormatInt(int64(s.id), 16)
+}
+
+func (s *Session) lostReason() coord.LossReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return ""
+	}
+	return s.err.Reason
+}
