@@ -1,0 +1,123 @@
+package pgfence_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestInvalidNamesAreRefused(t *testing.T) {
+	for _, cfg := range []pgfence.Config{
+		{Table: strings.Repeat("t", 64)},
+		{Table: "bad\xffutf8"},
+		{Table: "nul\x00byte"},
+		{Table: "new\nline"},
+		{Schema: "tab\tschema"},
+	} {
+		_, err := pgfence.New(cfg)
+		var ne *coord.NameError
+		if !errors.Is(err, coord.ErrInvalidName) || !errors.As(err, &ne) {
+			t.Errorf("New(%+q) = %v, want a *coord.NameError", cfg.Table+"|"+cfg.Schema, err)
+		}
+	}
+	f, err := pgfence.New(pgfence.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []pgfence.RowSpec{
+		{Table: "", Set: []string{"a"}, Key: []string{"id"}},
+		{Table: "t", Set: []string{"a\x00"}, Key: []string{"id"}},
+		{Table: "t", Set: []string{"a"}, Key: []string{strings.Repeat("k", 64)}},
+		{Table: "t", Set: []string{"a"}, Key: []string{"id"}, FenceColumn: "\x7f"},
+	} {
+		if _, err := f.RowUpdater(spec); !errors.Is(err, coord.ErrInvalidName) {
+			t.Errorf("RowUpdater(%+q) = %v, want ErrInvalidName", spec, err)
+		}
+	}
+	for _, spec := range []pgfence.RowSpec{
+		{Table: "t", Key: []string{"id"}},
+		{Table: "t", Set: []string{"a"}},
+		{Table: "t", Set: []string{"fence"}, Key: []string{"id"}},
+		{Table: "t", Set: []string{"a", "a"}, Key: []string{"id"}},
+		{Table: "t", Set: []string{"a"}, Key: []string{"fence"}},
+	} {
+		if _, err := f.RowUpdater(spec); err == nil {
+			t.Errorf("RowUpdater(%+q) accepted a malformed spec", spec)
+		}
+	}
+}
+
+// A hostile table name is quoted, never interpreted: the fence table is created with
+// that literal name and the table the name tries to drop survives.
+func TestHostileTableNameIsQuoted(t *testing.T) {
+	const hostile = `x"; DROP TABLE y; --`
+	f, db, _ := newFence(t, pgfence.Config{Table: hostile})
+	ctx := testCtx(t)
+	if _, err := db.Pool.Exec(ctx, "CREATE TABLE y (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	// Migrate again (idempotent), guard, read: every statement touches the name.
+	if err := f.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := guard(ctx, f, db.Pool, tok(t, "/h@3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := guard(ctx, f, db.Pool, tok(t, "/h@2")); !errors.Is(err, coord.ErrStaleToken) {
+		t.Fatalf("stale guard on hostile-named table = %v", err)
+	}
+	var tables []string
+	rows, _ := db.Pool.Query(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename", db.Schema)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) != 2 || tables[0] != hostile || tables[1] != "y" {
+		t.Fatalf("tables = %q, want the literal hostile name and y", tables)
+	}
+	if !strings.Contains(f.MigrationSQL(), `"x""; DROP TABLE y; --"`) {
+		t.Fatalf("migration does not quote the name:\n%s", f.MigrationSQL())
+	}
+	u, err := f.RowUpdater(pgfence.RowSpec{Table: hostile, Set: []string{`a"b`}, Key: []string{"id; --"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `UPDATE "x""; DROP TABLE y; --" SET "a""b" = $1, "fence" = $3 WHERE "id; --" = $2 AND "fence" <= $3`
+	if u.SQL() != want {
+		t.Fatalf("SQL = %s\nwant  %s", u.SQL(), want)
+	}
+}
+
+func TestMigrateConcurrentlyAndInSchema(t *testing.T) {
+	f, db, _ := newFence(t, pgfence.Config{})
+	ctx := testCtx(t)
+	if _, err := db.Pool.Exec(ctx, `CREATE SCHEMA "Other Schema"`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.Pool.Exec(testCtx(t), `DROP SCHEMA "Other Schema" CASCADE`) })
+	g, err := pgfence.New(pgfence.Config{Schema: "Other Schema", Table: "Fences"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 6)
+	for range 3 {
+		go func() { errs <- f.Migrate(ctx, db.Pool) }()
+		go func() { errs <- g.Migrate(ctx, db.Pool) }()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+	}
+	if err := guard(ctx, g, db.Pool, tok(t, "/s@1")); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM "Other Schema"."Fences"`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows in the schema-qualified fence table = %d, %v; want 1", n, err)
+	}
+}
