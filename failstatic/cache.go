@@ -1,0 +1,331 @@
+package failstatic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Cache serves the latest valid snapshot of a key or prefix in etcd, and keeps
+// serving the last good one while etcd is unreachable. All methods are safe for
+// concurrent use. Create one with New; stop it with Close.
+type Cache[T any] struct {
+	cfg      Config[T]
+	client   *clientv3.Client
+	watched  string
+	isPrefix bool
+	clock    coord.Clock
+	base     time.Time // staleness offsets are measured from here (monotonic)
+	log      *slog.Logger
+	tel      *telemetry
+
+	cur          atomic.Pointer[state[T]]
+	confirmedOff atomic.Int64 // ns after base at which the cache was last confirmed current
+	observed     atomic.Pointer[observation]
+	watchOff     atomic.Int64 // ns after base at which the current watch started
+	rejected     atomic.Int64
+	reconnects   atomic.Int64
+	relists      atomic.Int64
+	connected    atomic.Bool
+
+	mu       sync.Mutex // guards the status errors below
+	lastErr  error
+	lastRej  error
+	stateErr error
+
+	subs subscribers[T]
+
+	persistKick chan struct{}
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+
+	// owned by the run goroutine (and by New before it starts)
+	work     map[string]KV
+	dirty    map[string]int64 // keys touched since the last adoption → revision observed
+	rev      int64            // every event up to rev has been applied to work
+	needList bool
+}
+
+// observation summarises what the watch has applied, for the probe.
+type observation struct {
+	rev    int64
+	count  int64
+	maxMod int64
+}
+
+// Status is the data-source status of a Cache, for health endpoints and logs.
+type Status struct {
+	Source     Source
+	Revision   int64
+	Staleness  time.Duration
+	Connected  bool  // the watch is running and has delivered since it (re)started
+	Rejected   int64 // snapshots rejected by Decode or Validate
+	Reconnects int64 // watch restarts (disconnect, hang, compaction)
+	Relists    int64 // full re-reads after compaction
+	// LastError is the last list, watch or probe error (nil once recovered).
+	LastError error
+	// LastRejection is the last *RejectedError, kept until a snapshot is adopted.
+	LastRejection error
+	// StateFileError is the last problem reading (*StateFileError) or writing the
+	// state file, nil if none.
+	StateFileError error
+}
+
+// New reads the key or prefix in cfg at one revision, adopts the snapshot if it
+// decodes and validates, and starts watching from the next revision in the
+// background.
+//
+// If etcd does not answer with a valid snapshot within cfg.DiskFallbackAfter and
+// cfg.StatePath holds a usable last-known-good snapshot, New serves that one
+// (Source disk) and keeps trying etcd in the background. Without a usable state
+// file it waits up to cfg.InitialTimeout and then returns an error matching
+// ErrNoSnapshot. It never serves a partial snapshot. A corrupt state file is
+// ignored, logged and reported in Status().StateFileError.
+//
+// ctx bounds New only (a cancelled ctx returns its cause); the background work
+// runs until Close. New blocks at most max(InitialTimeout, DiskFallbackAfter)
+// plus one RequestTimeout.
+func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*Cache[T], error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil etcd client", ErrInvalidConfig)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	cfg.Classes = append([]KeyClass(nil), cfg.Classes...)
+	c := &Cache[T]{
+		cfg:         cfg,
+		client:      client,
+		clock:       cfg.Clock,
+		base:        cfg.Clock.Now(),
+		log:         cfg.Logger.With("failstatic", first(cfg.Prefix, cfg.Key)),
+		work:        map[string]KV{},
+		dirty:       map[string]int64{},
+		persistKick: make(chan struct{}, 1),
+	}
+	c.watched, c.isPrefix = cfg.watched()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+
+	tel, err := newTelemetry(c)
+	if err != nil {
+		return nil, err
+	}
+	c.tel = tel
+	disk, diskErr := c.loadDisk()
+	wait := cfg.InitialTimeout
+	if disk != nil {
+		wait = cfg.DiskFallbackAfter
+	}
+	ictx, cancel := context.WithTimeout(ctx, wait)
+	liveErr := c.initialList(ictx)
+	cancel()
+	if err := context.Cause(ctx); err != nil && liveErr != nil {
+		tel.close()
+		return nil, err
+	}
+	switch {
+	case liveErr == nil:
+	case disk != nil:
+		c.cur.Store(disk)
+		c.log.Warn("serving last-known-good snapshot from disk", "revision", disk.rev, "cause", liveErr)
+		c.setErr(liveErr)
+	default:
+		tel.close()
+		return nil, fmt.Errorf("%w: %w", ErrNoSnapshot, errors.Join(liveErr, diskErr))
+	}
+	bg, stop := context.WithCancel(context.Background())
+	c.cancel = stop
+	c.wg.Add(3)
+	go func() { defer c.wg.Done(); c.run(bg) }()
+	go func() { defer c.wg.Done(); c.probeLoop(bg) }()
+	go func() { defer c.wg.Done(); c.persistLoop(bg) }()
+	if liveErr == nil {
+		c.kickPersist()
+	}
+	return c, nil
+}
+
+// initialList lists with backoff until it adopts a live snapshot or ctx ends.
+// A rejected snapshot ends the attempt (retrying would read the same data).
+func (c *Cache[T]) initialList(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := c.list(ctx)
+		if err == nil || errors.Is(err, ErrRejected) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if werr := c.sleep(ctx, attempt); werr != nil {
+			return err
+		}
+	}
+}
+
+// Get returns the current snapshot: the decoded value, its revision, its source
+// and its staleness. It never blocks, takes no lock and does not allocate. After
+// Close it keeps returning the last snapshot (with growing staleness).
+func (c *Cache[T]) Get() Snapshot[T] {
+	st := c.cur.Load()
+	return Snapshot[T]{Value: st.value, Revision: st.rev, Source: st.source, Staleness: c.Staleness()}
+}
+
+// Staleness returns the time since the cache was last confirmed current (a probe
+// or a list proved that etcd had nothing the cache had not seen). It never blocks
+// and does not allocate.
+func (c *Cache[T]) Staleness() time.Duration {
+	d := c.clock.Now().Sub(c.base) - time.Duration(c.confirmedOff.Load())
+	return max(d, 0)
+}
+
+// GetClass returns the current snapshot for a reader of key class name. It fails
+// closed with a *StaleError (ErrStale) once the cache has been unconfirmed for
+// longer than the class's MaxStaleness, and returns ErrNotFound for an unknown
+// class. It never blocks.
+func (c *Cache[T]) GetClass(name string) (Snapshot[T], error) {
+	s := c.Get()
+	for i := range c.cfg.Classes {
+		k := &c.cfg.Classes[i]
+		if k.Name == name {
+			if s.Staleness > k.MaxStaleness {
+				return s, &StaleError{Class: k.Name, Staleness: s.Staleness, Max: k.MaxStaleness}
+			}
+			return s, nil
+		}
+	}
+	return s, fmt.Errorf("%w: key class %q", ErrNotFound, name)
+}
+
+// Lookup returns one key (the full etcd key) of the current snapshot. A key in a
+// KeyClass whose MaxStaleness has passed fails closed with a *StaleError
+// (ErrStale); a key absent from the snapshot returns ErrNotFound. Keys outside
+// every class keep serving however stale. It never blocks.
+func (c *Cache[T]) Lookup(key string) (KV, error) {
+	st := c.cur.Load()
+	if k := c.classOf(key); k != nil {
+		if s := c.Staleness(); s > k.MaxStaleness {
+			return KV{}, &StaleError{Class: k.Name, Staleness: s, Max: k.MaxStaleness}
+		}
+	}
+	kv, ok := st.kvs[key]
+	if !ok {
+		return KV{}, fmt.Errorf("%w: %q at revision %d", ErrNotFound, key, st.rev)
+	}
+	return kv, nil
+}
+
+func (c *Cache[T]) classOf(key string) *KeyClass {
+	rel := key
+	if c.isPrefix {
+		var ok bool
+		if rel, ok = strings.CutPrefix(key, c.watched); !ok {
+			return nil
+		}
+	} else if key != c.watched {
+		return nil
+	} else {
+		rel = ""
+	}
+	for i := range c.cfg.Classes {
+		if strings.HasPrefix(rel, c.cfg.Classes[i].Prefix) {
+			return &c.cfg.Classes[i]
+		}
+	}
+	return nil
+}
+
+// Status returns the cache's data-source status. It does not block on etcd.
+func (c *Cache[T]) Status() Status {
+	st := c.cur.Load()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{
+		Source: st.source, Revision: st.rev, Staleness: c.Staleness(),
+		Connected: c.connected.Load(), Rejected: c.rejected.Load(),
+		Reconnects: c.reconnects.Load(), Relists: c.relists.Load(),
+		LastError: c.lastErr, LastRejection: c.lastRej, StateFileError: c.stateErr,
+	}
+}
+
+// Close stops watching, probing and persisting (the latest adopted snapshot is
+// written first), ends every subscription and waits for the background
+// goroutines. Get keeps working. Close is idempotent and returns the last error
+// writing the state file, if any.
+func (c *Cache[T]) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.wg.Wait()
+		c.subs.closeAll()
+		c.tel.close()
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stateErr != nil && !errors.Is(c.stateErr, ErrCorruptState) {
+		return c.stateErr
+	}
+	return nil
+}
+
+// confirm records that the cache was current at time t.
+func (c *Cache[T]) confirm(t time.Time) {
+	off := int64(t.Sub(c.base))
+	for {
+		old := c.confirmedOff.Load()
+		if off <= old || c.confirmedOff.CompareAndSwap(old, off) {
+			break
+		}
+	}
+	c.kickPersist()
+}
+
+func (c *Cache[T]) kickPersist() {
+	select {
+	case c.persistKick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Cache[T]) setErr(err error) {
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+}
+
+func (c *Cache[T]) setStateErr(err error) {
+	c.mu.Lock()
+	c.stateErr = err
+	c.mu.Unlock()
+}
+
+// sleep waits the backoff delay for attempt on the configured clock.
+func (c *Cache[T]) sleep(ctx context.Context, attempt int) error {
+	d := c.cfg.Backoff.Delay(attempt)
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C():
+		return nil
+	}
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,155 @@
+package failstatic
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Defaults of Config.
+const (
+	DefaultProbeInterval     = time.Second
+	DefaultResetAfter        = 10 * time.Second
+	DefaultRequestTimeout    = 2 * time.Second
+	DefaultInitialTimeout    = 5 * time.Second
+	DefaultDiskFallbackAfter = 50 * time.Millisecond
+)
+
+// KeyClass is a group of keys that must fail closed once the cache has not been
+// confirmed current for MaxStaleness (revocations, kill switches). Keys outside
+// every class never fail closed.
+type KeyClass struct {
+	// Name identifies the class in errors and logs. Required, unique.
+	Name string
+	// Prefix selects the class's keys: a key belongs to the class when its path
+	// relative to Config.Prefix (or the empty string, for Config.Key) starts with
+	// Prefix. The first matching class wins. "" matches every key.
+	Prefix string
+	// MaxStaleness after which reads of the class fail with ErrStale. Required (> 0).
+	MaxStaleness time.Duration
+}
+
+// Config configures a Cache. Every field states its default.
+type Config[T any] struct {
+	// Key watches exactly one key. Exactly one of Key and Prefix is required.
+	// Keys are taken verbatim (any etcd key); the tenant layout
+	// coord.Key(tenant, coord.KindConfig, name) is recommended and, when used,
+	// labels the metrics with the tenant.
+	Key string
+	// Prefix watches every key under it, e.g. coord.Prefix(tenant, coord.KindConfig).
+	Prefix string
+
+	// Decode builds T from the full snapshot (keys sorted, possibly empty).
+	// Required. An error rejects the snapshot.
+	Decode func(kvs []KV) (T, error)
+	// Validate checks a decoded T before adoption. Default: accept everything.
+	Validate func(T) error
+
+	// StatePath is the file holding the last-known-good snapshot (and
+	// StatePath+".confirmed", the time it was last confirmed current). Its
+	// directory must exist. Default "": no persistence, no start from disk.
+	StatePath string
+
+	// Classes lists the key classes that fail closed. Default: none (serve
+	// stale forever).
+	Classes []KeyClass
+
+	// ProbeInterval is how often a linearizable read checks that the cache is
+	// current. It bounds how far staleness can overstate the truth. Default 1 s.
+	ProbeInterval time.Duration
+	// ResetAfter: when the cache has not been confirmed current for this long,
+	// the watch is presumed hung and is restarted (from the last revision,
+	// after backoff). Default 10 s.
+	ResetAfter time.Duration
+	// RequestTimeout bounds each read (list, probe). Default 2 s.
+	RequestTimeout time.Duration
+	// InitialTimeout bounds how long New waits for etcd when there is no usable
+	// state file. Default 5 s.
+	InitialTimeout time.Duration
+	// DiskFallbackAfter bounds how long New waits for etcd before serving a
+	// usable state file. Default 50 ms.
+	DiskFallbackAfter time.Duration
+
+	// Clock measures staleness and drives timers. Default coord.SystemClock().
+	Clock coord.Clock
+	// Backoff paces reconnects. Default: full jitter, 100 ms → 30 s.
+	Backoff coord.Backoff
+	// Logger receives rejections, reconnects and state-file problems.
+	// Default slog.Default().
+	Logger *slog.Logger
+	// MeterProvider for coord.client.staleness_seconds and the counters.
+	// Default otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+}
+
+func (c *Config[T]) validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case (c.Key == "") == (c.Prefix == ""):
+		return bad("exactly one of Key and Prefix is required")
+	case !utf8.ValidString(c.Key + c.Prefix):
+		return bad("key/prefix is not valid UTF-8")
+	case strings.ContainsRune(c.Key+c.Prefix, 0):
+		return bad("key/prefix contains NUL")
+	case c.Decode == nil:
+		return bad("Decode is required")
+	case c.ProbeInterval < 0, c.ResetAfter < 0, c.RequestTimeout < 0, c.InitialTimeout < 0, c.DiskFallbackAfter < 0:
+		return bad("durations must not be negative")
+	}
+	seen := map[string]bool{}
+	for _, k := range c.Classes {
+		if k.Name == "" || seen[k.Name] {
+			return bad("key class name %q empty or duplicated", k.Name)
+		}
+		if k.MaxStaleness <= 0 {
+			return bad("key class %q: MaxStaleness must be > 0", k.Name)
+		}
+		seen[k.Name] = true
+	}
+	return nil
+}
+
+func (c *Config[T]) defaults() {
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
+	if c.ResetAfter == 0 {
+		c.ResetAfter = DefaultResetAfter
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.InitialTimeout == 0 {
+		c.InitialTimeout = DefaultInitialTimeout
+	}
+	if c.DiskFallbackAfter == 0 {
+		c.DiskFallbackAfter = DefaultDiskFallbackAfter
+	}
+	if c.Validate == nil {
+		c.Validate = func(T) error { return nil }
+	}
+	c.Clock = coord.OrSystem(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
+	}
+}
+
+// watched returns the key or prefix and whether it is a prefix.
+func (c *Config[T]) watched() (string, bool) {
+	if c.Prefix != "" {
+		return c.Prefix, true
+	}
+	return c.Key, false
+}

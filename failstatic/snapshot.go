@@ -1,0 +1,57 @@
+package failstatic
+
+import "time"
+
+// Source says where the served snapshot came from.
+type Source uint8
+
+const (
+	// SourceLive: read from etcd by this process.
+	SourceLive Source = iota + 1
+	// SourceDisk: loaded from the state file at start, because etcd did not
+	// answer in time; replaced by a live snapshot as soon as etcd answers.
+	SourceDisk
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceLive:
+		return "live"
+	case SourceDisk:
+		return "disk"
+	}
+	return "unknown"
+}
+
+// KV is one key of a snapshot, as handed to Config.Decode (sorted by key).
+type KV struct {
+	Key         string
+	Value       []byte // shared: Decode must not modify it
+	ModRevision int64
+}
+
+// Change is one key's difference between two adopted snapshots, delivered to
+// subscribers in revision order.
+type Change struct {
+	Key         string
+	Value       []byte // nil when Deleted
+	ModRevision int64  // revision of the put; for a delete, the revision it was observed at
+	Deleted     bool
+}
+
+// Snapshot is what Get returns: the decoded value with its provenance.
+type Snapshot[T any] struct {
+	Value     T
+	Revision  int64         // etcd revision the snapshot reflects
+	Source    Source        // live or disk
+	Staleness time.Duration // time since the cache was last confirmed current
+}
+
+// state is one adopted snapshot; immutable once published.
+type state[T any] struct {
+	value  T
+	rev    int64
+	source Source
+	kvs    map[string]KV
+	maxMod int64 // highest ModRevision among kvs
+}

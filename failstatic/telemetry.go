@@ -1,0 +1,60 @@
+package failstatic
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+type telemetry struct {
+	attrs      metric.MeasurementOption
+	rejected   metric.Int64Counter
+	reconnects metric.Int64Counter
+	relists    metric.Int64Counter
+	reg        metric.Registration
+}
+
+func newTelemetry[T any](c *Cache[T]) (*telemetry, error) {
+	m := c.cfg.MeterProvider.Meter(coord.InstrumentationName + "/failstatic")
+	kv := []attribute.KeyValue{attribute.String("failstatic.watched", c.watched)}
+	if tenant, ok := coord.TenantOf(c.watched); ok {
+		kv = append(kv, attribute.String(coord.AttrTenant, tenant))
+	}
+	t := &telemetry{attrs: metric.WithAttributes(kv...)}
+	var err error
+	if t.rejected, err = m.Int64Counter(coord.MetricConfigRejected,
+		metric.WithDescription("snapshots rejected by Decode or Validate")); err != nil {
+		return nil, err
+	}
+	if t.reconnects, err = m.Int64Counter(coord.MetricConfigReconnects,
+		metric.WithDescription("watch restarts")); err != nil {
+		return nil, err
+	}
+	if t.relists, err = m.Int64Counter(coord.MetricConfigRelists,
+		metric.WithDescription("full re-reads after compaction")); err != nil {
+		return nil, err
+	}
+	gauge, err := m.Float64ObservableGauge(coord.MetricClientStaleness, metric.WithUnit("s"),
+		metric.WithDescription("time since the cache was last confirmed current"))
+	if err != nil {
+		return nil, err
+	}
+	obs := metric.WithAttributes(kv...)
+	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveFloat64(gauge, c.Staleness().Seconds(), obs)
+		return nil
+	}, gauge)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *telemetry) close() {
+	if t != nil && t.reg != nil {
+		_ = t.reg.Unregister()
+	}
+}
