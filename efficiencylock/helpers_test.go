@@ -1,0 +1,53 @@
+package efficiencylock_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/efficiencylock"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+func newLocker(t testing.TB, c efficiencylock.Client, tenant string, o *efficiencylock.Options) *efficiencylock.Locker {
+	t.Helper()
+	var opts efficiencylock.Options
+	if o != nil {
+		opts = *o
+	}
+	opts.Tenant = tenant
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	l, err := efficiencylock.New(c, efficiencylock.DuplicatesHarmless("test: a duplicate run only costs time"), &opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return l
+}
+
+func sharedLocker(t testing.TB, o *efficiencylock.Options) (*efficiencylock.Locker, *coordtest.RedisDB) {
+	t.Helper()
+	db := coordtest.Redis(t)
+	return newLocker(t, db.Client, db.Tenant, o), db
+}
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mustRelease releases lk at the end of the test, tolerating "not held".
+func releaseAtEnd(t testing.TB, lk *efficiencylock.Lock) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = lk.Release(ctx)
+	})
+}
