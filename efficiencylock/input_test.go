@@ -42,8 +42,9 @@ func TestNewRejectsBadInput(t *testing.T) {
 		t.Errorf("empty reason: %v is not a *ReasonError", err)
 	}
 	// nil Options and the client kinds of go-redis.
-	if _, err := efficiencylock.New(redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{db.Client.Options().Addr}}),
-		efficiencylock.DuplicatesHarmless("report regeneration"), nil); err != nil {
+	uc := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{db.Client.Options().Addr}})
+	defer uc.Close()
+	if _, err := efficiencylock.New(uc, efficiencylock.DuplicatesHarmless("report regeneration"), nil); err != nil {
 		t.Errorf("New(UniversalClient, nil opts) = %v", err)
 	}
 }

@@ -105,7 +105,7 @@ func (l *Locker) acquire(ctx context.Context, name string, ttl time.Duration, re
 	if err != nil {
 		return nil, fmt.Errorf("efficiencylock: acquire %q: random value: %w", name, err)
 	}
-	held := 0   // attempts that found the lock held by someone else
+	held := 0      // attempts that found the lock held by someone else
 	var last error // last transport error
 	for attempt := 0; ; attempt++ {
 		sent := time.Now()
