@@ -1,0 +1,54 @@
+package idempotency
+
+import (
+	"context"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+type instruments struct {
+	executions metric.Int64Counter
+	replays    metric.Int64Counter
+	conflicts  metric.Int64Counter
+	mismatches metric.Int64Counter
+	inFlight   metric.Float64Histogram
+	recovered  metric.Int64Counter
+}
+
+func newInstruments(mp metric.MeterProvider) (*instruments, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(coord.InstrumentationName + "/idempotency")
+	var in instruments
+	var err error
+	if in.executions, err = m.Int64Counter(coord.MetricIdemExecutions, metric.WithDescription("requests whose effect ran and committed")); err != nil {
+		return nil, err
+	}
+	if in.replays, err = m.Int64Counter(coord.MetricIdemReplays, metric.WithDescription("requests answered with a stored response")); err != nil {
+		return nil, err
+	}
+	if in.conflicts, err = m.Int64Counter(coord.MetricIdemConflicts, metric.WithDescription("requests refused because a duplicate was in flight (409)")); err != nil {
+		return nil, err
+	}
+	if in.mismatches, err = m.Int64Counter(coord.MetricIdemMismatches, metric.WithDescription("keys reused with a different request (422)")); err != nil {
+		return nil, err
+	}
+	if in.inFlight, err = m.Float64Histogram(coord.MetricIdemInFlight, metric.WithUnit("ms"), metric.WithDescription("age of the in-flight request a duplicate ran into")); err != nil {
+		return nil, err
+	}
+	if in.recovered, err = m.Int64Counter(coord.MetricIdemRecoveries, metric.WithDescription("abandoned phased requests finished by the completer")); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+func (in *instruments) conflict(ctx context.Context, age time.Duration, op string) {
+	attrs := metric.WithAttributes(attribute.String(coord.AttrOutcome, op))
+	in.conflicts.Add(ctx, 1, attrs)
+	in.inFlight.Record(ctx, float64(age)/float64(time.Millisecond), attrs)
+}

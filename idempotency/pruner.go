@@ -1,0 +1,79 @@
+package idempotency
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PrunerConfig configures a Pruner; the zero value is valid.
+type PrunerConfig struct {
+	// Interval between prune passes. Default 1m.
+	Interval time.Duration
+	// Batch is the most rows one DELETE removes, bounding lock time and WAL per
+	// statement. Default 1000.
+	Batch int
+	// MaxBatchesPerPass bounds one pass; the rest waits for the next. Default 100.
+	MaxBatchesPerPass int
+}
+
+// Pruner deletes completed keys older than Config.Retention in bounded batches.
+// In-progress keys are never pruned (a phased request may still be resumed).
+type Pruner struct {
+	s   *Store
+	cfg PrunerConfig
+}
+
+// NewPruner returns a Pruner for s.
+func (s *Store) NewPruner(cfg PrunerConfig) *Pruner {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Minute
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 1000
+	}
+	if cfg.MaxBatchesPerPass <= 0 {
+		cfg.MaxBatchesPerPass = 100
+	}
+	return &Pruner{s: s, cfg: cfg}
+}
+
+// Run prunes every Interval until ctx is cancelled, then returns nil. Failures are
+// logged and retried on the next pass. It blocks; it starts no goroutine.
+func (p *Pruner) Run(ctx context.Context) error {
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := p.PruneOnce(ctx); err != nil && ctx.Err() == nil {
+			p.s.cfg.Logger.Warn("idempotency: prune", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// PruneOnce deletes expired completed keys, Batch rows per statement, until a
+// statement deletes fewer than Batch or MaxBatchesPerPass statements ran. It returns
+// how many rows it deleted. ctx cancels it between and during statements.
+func (p *Pruner) PruneOnce(ctx context.Context) (int64, error) {
+	s := p.s
+	q := `DELETE FROM ` + s.table + ` WHERE ctid IN (
+		SELECT ctid FROM ` + s.table + `
+		WHERE status = 2 AND created_at < now() - $1::bigint * interval '1 millisecond'
+		ORDER BY created_at LIMIT $2)`
+	var total int64
+	for i := 0; i < p.cfg.MaxBatchesPerPass; i++ {
+		tag, err := s.pool.Exec(ctx, q, s.cfg.Retention.Milliseconds(), p.cfg.Batch)
+		if err != nil {
+			return total, fmt.Errorf("idempotency: prune: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(p.cfg.Batch) {
+			break
+		}
+	}
+	return total, nil
+}
