@@ -1,6 +1,7 @@
 package coordtest
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -23,36 +24,47 @@ type EtcdServer struct {
 // ready, at most 30 s.
 func Etcd(t testing.TB) *EtcdServer {
 	t.Helper()
+	s, err := StartEtcd(t.TempDir())
+	if err != nil {
+		t.Fatalf("coordtest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartEtcd starts an embedded single-member etcd server with its data in dir, on
+// free loopback ports, and waits until it is ready (at most 30 s). The caller must
+// Close it. It is Etcd without a test, for cmd/coorddemo.
+func StartEtcd(dir string) (*EtcdServer, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "coordtest"
-	cfg.Dir = t.TempDir()
+	cfg.Dir = dir
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	var err error
 	for attempt := 0; ; attempt++ {
-		client, peer := mustURL(loopbackURL(FreePort(t))), mustURL(loopbackURL(FreePort(t)))
+		client, peer := mustURL(loopbackURL(freePort())), mustURL(loopbackURL(freePort()))
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-		var e *embed.Etcd
-		e, err = embed.StartEtcd(cfg)
+		e, err := embed.StartEtcd(cfg)
 		if err != nil {
 			if attempt < 3 { // a free port taken between probe and bind
 				continue
 			}
-			t.Fatalf("coordtest: start embedded etcd: %v", err)
+			return nil, fmt.Errorf("start embedded etcd: %w", err)
 		}
 		select {
 		case <-e.Server.ReadyNotify():
 		case <-time.After(30 * time.Second):
 			e.Close()
-			t.Fatal("coordtest: embedded etcd not ready after 30s")
+			return nil, fmt.Errorf("embedded etcd not ready after 30s")
 		}
-		s := &EtcdServer{Endpoints: []string{client.String()}, etcd: e}
-		t.Cleanup(e.Close)
-		return s
+		return &EtcdServer{Endpoints: []string{client.String()}, etcd: e}, nil
 	}
 }
+
+// Close stops the server and waits for it to release its ports and data.
+func (s *EtcdServer) Close() { s.etcd.Close() }
 
 // Client returns a client of the server, closed when the test ends.
 func (s *EtcdServer) Client(t testing.TB) *clientv3.Client {
