@@ -1,0 +1,116 @@
+package sagapivot
+
+import (
+	_ "embed"
+	"go/ast"
+	"go/token"
+	"go/types"
+
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/coordkit/coordkit/cmd/coordvet/internal/vetutil"
+)
+
+//go:embed doc.go
+var doc string
+
+// Analyzer reports literal saga definitions that break the pivot rule.
+var Analyzer = &analysis.Analyzer{
+	Name: "sagapivot",
+	Doc:  vetutil.Doc(doc, "sagapivot"),
+	URL:  vetutil.DocURL + "#sagapivot",
+	Run:  run,
+}
+
+const (
+	sagaPkg = vetutil.SDK + "/saga"
+	rule    = "RFC MUST 5 (compensatable steps first, exactly one declared pivot, then steps only retried forward)"
+)
+
+func run(pass *analysis.Pass) (any, error) {
+	if vetutil.IsPackage(pass.Pkg.Path(), sagaPkg) {
+		return nil, nil
+	}
+	r := vetutil.NewReporter(pass, "sagapivot")
+	for _, f := range r.Files() {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && vetutil.IsFunc(vetutil.Callee(pass.TypesInfo, call), sagaPkg, "New") {
+				checkDefinition(pass, r, call)
+			}
+			return true
+		})
+	}
+	r.Finish()
+	return nil, nil
+}
+
+type step struct {
+	kind string // "Compensatable", "Pivot" or "Retriable"
+	call *ast.CallExpr
+}
+
+// literalSteps returns the steps of a saga.New call if every step is a direct
+// call of a step constructor; ok is false otherwise.
+func literalSteps(info *types.Info, call *ast.CallExpr) (steps []step, ok bool) {
+	if call.Ellipsis != token.NoPos || len(call.Args) < 1 {
+		return nil, false
+	}
+	for _, arg := range call.Args[1:] {
+		sc, isCall := ast.Unparen(arg).(*ast.CallExpr)
+		if !isCall {
+			return nil, false
+		}
+		fn := vetutil.Callee(info, sc)
+		if vetutil.FuncPkg(fn) != sagaPkg || fn.Signature().Recv() != nil {
+			return nil, false
+		}
+		switch fn.Name() {
+		case "Compensatable", "Pivot", "Retriable":
+			steps = append(steps, step{kind: fn.Name(), call: sc})
+		default:
+			return nil, false
+		}
+	}
+	return steps, true
+}
+
+func checkDefinition(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExpr) {
+	steps, ok := literalSteps(pass.TypesInfo, call)
+	if !ok {
+		return
+	}
+	hasPivot := false
+	for _, s := range steps {
+		hasPivot = hasPivot || s.kind == "Pivot"
+	}
+	pivot := -1
+	for i, s := range steps {
+		switch s.kind {
+		case "Pivot":
+			if pivot >= 0 {
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a second pivot in one saga definition", Rule: rule, Fix: "keep one pivot (the point of no return); make the other step Compensatable before it or Retriable after it"})
+				continue
+			}
+			pivot = i
+		case "Compensatable":
+			if len(s.call.Args) >= 3 && isNil(pass.TypesInfo, s.call.Args[2]) {
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step with a nil compensation cannot be undone", Rule: rule, Fix: "give the step an idempotent compensation, or make it the pivot"})
+			}
+			if pivot >= 0 {
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step after the pivot is never compensated", Rule: rule, Fix: "move it before the pivot, or make it Retriable"})
+			}
+		case "Retriable":
+			if hasPivot && pivot < 0 {
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Retriable step before the pivot has no compensation, so a later failure cannot undo it", Rule: rule, Fix: "make it Compensatable, or move it after the pivot"})
+			}
+		}
+	}
+	if !hasPivot {
+		r.Report(vetutil.Finding{Pos: call.Pos(), What: "saga definition without a pivot", Rule: rule, Fix: "declare the point of no return with saga.Pivot(name, action) between the compensatable and the retriable steps"})
+	}
+}
+
+func isNil(info *types.Info, e ast.Expr) bool {
+	tv, ok := info.Types[ast.Unparen(e)]
+	return ok && tv.IsNil()
+}

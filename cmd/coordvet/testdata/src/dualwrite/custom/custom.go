@@ -1,0 +1,12 @@
+package custom
+
+import (
+	"database/sql"
+
+	"example.com/bus"
+)
+
+func inHouse(tx *sql.Tx, c *bus.Client) error {
+	_ = tx.Commit()
+	return c.Send("orders", nil) // want `dualwrite: inHouse commits a transaction \(sql.Tx.Commit, line 10\) and publishes to a broker \(bus.Client.Send\)`
+}

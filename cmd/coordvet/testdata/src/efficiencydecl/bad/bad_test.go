@@ -1,0 +1,13 @@
+package bad
+
+import (
+	"testing"
+
+	"github.com/coordkit/coordkit/efficiencylock"
+)
+
+func TestLock(t *testing.T) {
+	if _, err := efficiencylock.New(nil, efficiencylock.DuplicatesHarmless(t.Name()), nil); err != nil { // want `not a constant string`
+		t.Fatal(err)
+	}
+}

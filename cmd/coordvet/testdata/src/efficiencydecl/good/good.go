@@ -1,0 +1,15 @@
+package good
+
+import "github.com/coordkit/coordkit/efficiencylock"
+
+const warmup = "cache warm-up: a second run rewrites the same keys"
+
+func locks(rdb any) {
+	efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("report rebuild is idempotent"), nil)
+	efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless(warmup), nil)
+	efficiencylock.New(rdb, (efficiencylock.DuplicatesHarmless("parenthesised")), nil)
+	//coordvet:ignore efficiencydecl reason is loaded from the job catalogue, reviewed there
+	efficiencylock.New(rdb, catalogue(), nil)
+}
+
+func catalogue() efficiencylock.Reason { return efficiencylock.DuplicatesHarmless("x") }

@@ -1,0 +1,10 @@
+package efficiencylock
+
+import "testing"
+
+// The package's own tests may build invalid reasons to test rejection.
+func TestEmptyReason(t *testing.T) {
+	if _, err := New(nil, DuplicatesHarmless(""), nil); err != nil {
+		t.Log(err)
+	}
+}
