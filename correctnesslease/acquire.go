@@ -28,17 +28,17 @@ import (
 // Acquire of a name this session already holds or waits for returns
 // ErrAlreadyQueued.
 func Acquire(ctx context.Context, s *Session, name string) (*Lease, error) {
-	return acquire(ctx, s, name, true)
+	return acquire(ctx, s, name, true, true)
 }
 
 // TryAcquire is Acquire without waiting: when any earlier key exists (someone
 // holds the lease or waits for it) it removes its own key and returns an error
 // matching ErrHeld. It blocks for one or two RPCs, bounded by ctx.
 func TryAcquire(ctx context.Context, s *Session, name string) (*Lease, error) {
-	return acquire(ctx, s, name, false)
+	return acquire(ctx, s, name, false, true)
 }
 
-func acquire(ctx context.Context, s *Session, name string, wait bool) (_ *Lease, err error) {
+func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool) (_ *Lease, err error) {
 	if s == nil {
 		return nil, &ConfigError{Field: "session", Reason: "nil *Session"}
 	}
@@ -69,6 +69,12 @@ func acquire(ctx context.Context, s *Session, name string, wait bool) (_ *Lease,
 		l.cancel(err)
 		return nil, fmt.Errorf("correctnesslease: acquire %s: %w", prefix, err)
 	}
+	watching := false
+	defer func() {
+		if !watching {
+			s.wg.Done()
+		}
+	}()
 
 	// One RPC queues the key and reads the newest two keys under the prefix:
 	// ours (just created, so the newest) and our predecessor, if any.
@@ -90,29 +96,30 @@ func acquire(ctx context.Context, s *Session, name string, wait bool) (_ *Lease,
 	if !resp.Succeeded {
 		// A key of this session that no live Lease owns: left over by a
 		// cleanup that failed. Remove it (only that version) and queue again.
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) > 0 {
-			_, _ = s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", kvs[0].CreateRevision)).
-				Then(clientv3.OpDelete(l.key)).Commit()
-		}
 		l.lose(coord.LossReleased, nil)
-		return acquire(ctx, s, name, wait)
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 || !retryStale {
+			return nil, fmt.Errorf("correctnesslease: acquire %s: %w (stale key %s)", prefix, ErrAlreadyQueued, l.key)
+		}
+		_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", kvs[0].CreateRevision)).
+			Then(clientv3.OpDelete(l.key)).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("correctnesslease: acquire %s: remove stale key: %w", prefix, err)
+		}
+		return acquire(ctx, s, name, wait, false)
 	}
 	l.rev = resp.Header.Revision
 	kvs := resp.Responses[1].GetResponseRange().Kvs
 	var pred string
-	var predRev int64
 	if len(kvs) == 2 {
-		pred, predRev = string(kvs[1].Key), kvs[1].CreateRevision
+		pred = string(kvs[1].Key)
 	}
 	// Watch our own key from the revision after its creation, waiting and held.
-	s.wg.Add(1)
+	watching = true
 	go l.watchKey()
 
 	// The caller's context ending is loss of authority.
-	l.stopAF = context.AfterFunc(ctx, func() {
-		l.lose(coord.LossCancelled, context.Cause(ctx))
-	})
+	l.bindCaller(ctx)
 
 	if pred != "" && !wait {
 		l.lose(coord.LossReleased, nil)
@@ -121,7 +128,7 @@ func acquire(ctx context.Context, s *Session, name string, wait bool) (_ *Lease,
 	}
 	rev := resp.Header.Revision
 	for pred != "" {
-		pred, rev, err = l.waitFor(pred, predRev, rev)
+		pred, rev, err = l.waitFor(pred, rev)
 		if err != nil {
 			l.cleanup()
 			return nil, fmt.Errorf("correctnesslease: acquire %s: %w", prefix, err)
@@ -147,7 +154,7 @@ func acquire(ctx context.Context, s *Session, name string, wait bool) (_ *Lease,
 // then reads, in one transaction that also checks that our key still exists, the
 // next predecessor. It returns pred == "" when we are first. Any loss of the
 // lease (session, own key, caller) ends the wait with the loss as error.
-func (l *Lease) waitFor(pred string, predRev, rev int64) (string, int64, error) {
+func (l *Lease) waitFor(pred string, rev int64) (string, int64, error) {
 	ctx := l.ctx
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -163,6 +170,7 @@ wait:
 			}
 			for _, ev := range wr.Events {
 				if ev.Type == clientv3.EventTypeDelete {
+					l.s.wakeups.Add(1)
 					break wait
 				}
 			}
@@ -195,7 +203,6 @@ wait:
 		if len(kvs) == 0 {
 			return "", resp.Header.Revision, nil
 		}
-		_ = predRev
 		return string(kvs[0].Key), resp.Header.Revision, nil
 	}
 }

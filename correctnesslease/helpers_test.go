@@ -2,6 +2,8 @@ package correctnesslease
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -29,6 +32,9 @@ func newSession(t testing.TB, cli *clientv3.Client, cfg Config) *Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
 	s, err := NewSession(ctx, cli, cfg)
 	if err != nil {
 		t.Fatalf("NewSession: %v", err)
@@ -71,3 +77,55 @@ func countingClient(t testing.TB, endpoints ...string) (*clientv3.Client, *rpcCo
 }
 
 var _ = coordtest.Etcd
+
+func clientv3WithPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
+
+// lossReason returns the LossReason of a context's cause or error, or "".
+func lossReason(err error) coord.LossReason {
+	var ae *coord.AuthorityLostError
+	if errors.As(err, &ae) {
+		return ae.Reason
+	}
+	return ""
+}
+
+// waitKeys blocks until prefix holds n keys.
+func waitKeys(t testing.TB, cli *clientv3.Client, prefix string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prefix %s has %d keys, want %d", prefix, resp.Count, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitDone waits for ch to close, failing the test after d.
+func waitDone(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: not done after %v", what, d)
+	}
+}
+
+// testLogger logs through t.Log at Info and above (so output shows on failure only).
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -118,8 +118,11 @@ func (l *Lease) lose(reason coord.LossReason, cause error) {
 	l.mu.Unlock()
 
 	l.cancel(lost)
-	if l.stopAF != nil {
-		l.stopAF()
+	l.mu.Lock()
+	stop := l.stopAF
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
 	}
 	l.s.unregister(l)
 	if !heldAt.IsZero() {
@@ -128,6 +131,20 @@ func (l *Lease) lose(reason coord.LossReason, cause error) {
 			l.s.cfg.Logger.Warn("correctnesslease: lease lost authority", "lease", l.prefix,
 				"token", l.Token().String(), "reason", string(reason), "err", cause)
 		}
+	}
+}
+
+// bindCaller makes the end of the caller's context a loss of authority.
+func (l *Lease) bindCaller(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		l.lose(coord.LossCancelled, context.Cause(ctx))
+	})
+	l.mu.Lock()
+	l.stopAF = stop
+	lost := l.lost != nil
+	l.mu.Unlock()
+	if lost {
+		stop()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -32,6 +33,8 @@ type Session struct {
 	stop     context.CancelFunc // cancels stopCtx
 	stopOnce sync.Once
 	wg       sync.WaitGroup // the renewal loop, lease watchers, the revoke after a step-down
+	wakeups  atomic.Int64   // waiters woken by their predecessor's deletion (tests: no herd)
+	rpcs     atomic.Int64   // keepalive RPCs sent
 
 	mu     sync.Mutex
 	err    *coord.AuthorityLostError // set once, when done is closed
@@ -56,14 +59,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 	if cfg.keepAliveOnce == nil {
 		cfg.keepAliveOnce = cli.KeepAliveOnce
 	}
-	s := &Session{
-		cli:    cli,
-		cfg:    cfg,
-		in:     newInstruments(cfg),
-		done:   make(chan struct{}),
-		leases: map[*Lease]struct{}{},
-		keys:   map[string]*Lease{},
-	}
+	s := newSessionState(cli, cfg)
 	ctx, span := s.in.tracer.Start(ctx, "correctnesslease.NewSession",
 		trace.WithAttributes(attribute.String(coord.AttrTenant, cfg.Tenant)))
 	defer span.End()
@@ -91,11 +87,28 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 		return nil, fmt.Errorf("correctnesslease: attach session key: %w", err)
 	}
 	span.SetAttributes(attribute.String("etcd.lease_id", strconv.FormatInt(int64(grant.ID), 16)))
-	s.stopCtx, s.stop = context.WithCancel(context.Background())
-	s.wg.Add(1)
-	go s.renew(sent)
+	s.start(sent)
 	cfg.Logger.Debug("correctnesslease: session started", "tenant", cfg.Tenant, "lease_id", strconv.FormatInt(int64(grant.ID), 16), "ttl", cfg.TTL)
 	return s, nil
+}
+
+// newSessionState builds a session without any RPC; start begins its renewal.
+func newSessionState(cli *clientv3.Client, cfg Config) *Session {
+	return &Session{
+		cli:    cli,
+		cfg:    cfg,
+		in:     newInstruments(cfg),
+		done:   make(chan struct{}),
+		leases: map[*Lease]struct{}{},
+		keys:   map[string]*Lease{},
+	}
+}
+
+// start begins the renewal loop; granted is when the lease grant was sent.
+func (s *Session) start(granted time.Time) {
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.renew(granted)
 }
 
 // LeaseID returns the etcd lease of the session.
@@ -137,7 +150,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	s.lose(coord.LossReleased, nil)
 	s.wg.Wait()
-	if s.lostReason() == coord.LossSessionExpired {
+	if s.lostReason() == coord.LossSessionExpired || s.cli == nil {
 		return nil // etcd already said the lease is gone
 	}
 	ctx, span := s.in.tracer.Start(ctx, "correctnesslease.Session.Close")
@@ -175,7 +188,8 @@ func (s *Session) lose(reason coord.LossReason, cause error) bool {
 }
 
 // register adds a waiting lease; it fails when the session has lost authority
-// or already holds key.
+// or already holds key. On success it counts one goroutine in s.wg (under s.mu,
+// so never after Close has started waiting).
 func (s *Session) register(l *Lease) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,6 +201,7 @@ func (s *Session) register(l *Lease) error {
 	}
 	s.leases[l] = struct{}{}
 	s.keys[l.key] = l
+	s.wg.Add(1) // for the lease's key watcher; acquire calls Done if it never starts
 	return nil
 }
 
