@@ -126,6 +126,7 @@ func equalConf(a, b conf) bool { return maps.Equal(a, b) }
 
 // recorder collects every update a subscription delivers.
 type recorder struct {
+	start   conf // the state before the first delivered change
 	mu      sync.Mutex
 	snaps   []failstatic.Snapshot[conf]
 	changes []failstatic.Change

@@ -1,0 +1,120 @@
+package failstatic_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// TestWatcherBlackholedDuringUpdatesAndCompaction blackholes the watcher's
+// connection while updates (puts and deletes; 200 per trial by default, 1,000 with
+// COORD_FULL=1) land and the history is compacted past them. After the network
+// heals, the cache must equal etcd's state in every trial, and replaying the
+// changes its subscriber received, in order, onto the starting state must give
+// the same state (none missing, none out of order).
+func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
+	trials, updates := 3, 200
+	if fullTier() {
+		trials, updates = 10, 1000
+	}
+	etcd := coordtest.Etcd(t)
+	writer := etcd.Client(t)
+	proxy := coordtest.NewProxy(t, strings.TrimPrefix(etcd.Endpoints[0], "http://"))
+	prefix := testPrefix(t)
+	put(t, writer, prefix+"k000", "seed")
+
+	cfg := baseConfig(prefix)
+	cfg.ProbeInterval = 100 * time.Millisecond
+	cfg.RequestTimeout = 500 * time.Millisecond
+	cfg.ResetAfter = time.Second
+	cfg.Backoff.Cap = 2 * time.Second // keep the default tier quick; the schedule is tested in TestReconnectHerd
+	c := mustNew(t, coordtest.NewEtcdClient(t, proxy.URL()), cfg)
+	// Nothing is written between capturing the start and subscribing.
+	rec := recorder{start: maps.Clone(c.Get().Value)}
+	defer c.Subscribe(rec.fn)()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	compactions, deletes := 0, 0
+	for trial := range trials {
+		waitFor(t, 30*time.Second, "cache current before the trial", func() bool {
+			want, _ := etcdState(t, writer, prefix)
+			return equalConf(c.Get().Value, want) && c.Staleness() < 500*time.Millisecond
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		for i := range 20 { // live events through the watch first
+			put(t, writer, fmt.Sprintf("%sk%03d", prefix, rng.IntN(50)), fmt.Sprintf("t%d-live%d", trial, i))
+		}
+		relistsBefore, dropBefore := c.Status().Relists, proxy.Stats().DroppedBytes
+		proxy.Blackhole()
+		for i := range updates {
+			k := fmt.Sprintf("%sk%03d", prefix, rng.IntN(50))
+			if rng.IntN(10) == 0 {
+				if _, err := writer.Delete(ctx, k); err != nil {
+					t.Fatal(err)
+				}
+				deletes++
+				continue
+			}
+			if _, err := writer.Put(ctx, k, fmt.Sprintf("t%d-u%d", trial, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, rev := etcdState(t, writer, prefix)
+		if _, err := writer.Compact(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		compactions++
+		time.Sleep(300 * time.Millisecond) // let the watcher's bytes pile into the hole
+		proxy.Heal()
+
+		want, _ := etcdState(t, writer, prefix)
+		waitFor(t, 60*time.Second, fmt.Sprintf("trial %d: cache equals etcd after heal", trial), func() bool {
+			return equalConf(c.Get().Value, want)
+		})
+		if d := proxy.Stats().DroppedBytes - dropBefore; d == 0 {
+			t.Fatalf("trial %d: blackhole dropped nothing", trial)
+		}
+		if c.Status().Relists == relistsBefore {
+			t.Fatalf("trial %d: no re-list after the compaction", trial)
+		}
+		// Replay the subscriber's changes.
+		waitFor(t, 10*time.Second, "subscriber to catch up", func() bool {
+			snaps, _ := rec.get()
+			return len(snaps) > 0 && equalConf(snaps[len(snaps)-1].Value, want)
+		})
+		rec.checkOrdered(t)
+		if got := replay(t, &rec); !equalConf(got, want) {
+			t.Fatalf("trial %d: replayed changes give %d keys, etcd has %d", trial, len(got), len(want))
+		}
+	}
+	st := proxy.Stats()
+	snaps, _ := rec.get()
+	t.Logf("trials %d × %d updates (%d deletes), compactions %d, blackholes %d, dropped %d bytes, relists %d, reconnects %d, snapshots delivered %d",
+		trials, updates, deletes, compactions, st.Blackholes, st.DroppedBytes, c.Status().Relists, c.Status().Reconnects, len(snaps))
+	if st.Blackholes != trials || compactions != trials {
+		t.Fatalf("faults: %d blackholes, %d compactions, want %d", st.Blackholes, compactions, trials)
+	}
+}
+
+// replay applies every change the recorder saw, in order, to its start state.
+func replay(t testing.TB, r *recorder) conf {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := maps.Clone(r.start)
+	for _, ch := range r.changes {
+		if ch.Deleted {
+			delete(m, ch.Key)
+		} else {
+			m[ch.Key] = string(ch.Value)
+		}
+	}
+	return m
+}

@@ -1,0 +1,140 @@
+package failstatic_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/failstatic"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+func fullTier() bool { return os.Getenv("COORD_FULL") == "1" }
+
+// TestAllMembersStoppedAndClientRestarted freezes every etcd member (SIGSTOP) for
+// the outage (12 s by default, 60 s with COORD_FULL=1) and restarts the client
+// half way through (a second New from StatePath with a fresh etcd client). Every
+// read must be served, staleness must grow monotonically and stay within 1 s of
+// the truth (time since the freeze), and the fail-closed class must fail at its
+// threshold ± 1 s while the other keys keep serving.
+func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
+	outage, threshold := 12*time.Second, 3*time.Second
+	if fullTier() {
+		outage, threshold = 60*time.Second, 20*time.Second
+	}
+	cluster := coordtest.EtcdCluster(t, 3, nil)
+	writer := cluster.Client(t)
+	prefix := testPrefix(t)
+	flagKey, revKey := prefix+"flags/checkout", prefix+"revocations/token-1"
+	put(t, writer, flagKey, "on")
+	put(t, writer, revKey, "revoked")
+	want, _ := etcdState(t, writer, prefix)
+
+	cfg := baseConfig(prefix)
+	cfg.StatePath = filepath.Join(t.TempDir(), "state")
+	cfg.ProbeInterval = 200 * time.Millisecond
+	cfg.RequestTimeout = 500 * time.Millisecond
+	cfg.ResetAfter = 2 * time.Second
+	cfg.Classes = []failstatic.KeyClass{{Name: "revocations", Prefix: "revocations/", MaxStaleness: threshold}}
+	c1 := mustNew(t, cluster.Client(t), cfg)
+	waitFor(t, 10*time.Second, "a fresh confirmation", func() bool { return c1.Staleness() < 100*time.Millisecond })
+
+	for _, m := range cluster.Members {
+		if err := m.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := time.Now()
+	t.Logf("froze %d members for %v", len(cluster.Members), outage)
+
+	var (
+		reads, served, staleFails, earlyFails int
+		maxDev, lastStale                     time.Duration
+		firstFail                             time.Duration = -1
+		restartTook                           time.Duration
+		restarts                              int
+	)
+	c := c1
+	for truth := time.Since(frozen); truth < outage; truth = time.Since(frozen) {
+		if restarts == 0 && truth > outage/2 {
+			// The client process restarts while etcd is frozen.
+			if err := c1.Close(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			c = mustNew(t, coordtest.NewEtcdClient(t, cluster.Endpoints()...), cfg)
+			restartTook = time.Since(start)
+			restarts++
+			if src := c.Get().Source; src != failstatic.SourceDisk {
+				t.Fatalf("after restart source = %v, want disk", src)
+			}
+			truth = time.Since(frozen)
+		}
+		s := c.Get()
+		reads++
+		if equalConf(s.Value, want) {
+			served++
+		}
+		// Monotonic (across the restart too, allowing the wall/monotonic handover 50 ms).
+		if s.Staleness+50*time.Millisecond < lastStale {
+			t.Fatalf("staleness went back from %v to %v at truth %v", lastStale, s.Staleness, truth)
+		}
+		lastStale = s.Staleness
+		maxDev = max(maxDev, (s.Staleness - truth).Abs())
+		if _, err := c.Lookup(flagKey); err != nil {
+			t.Fatalf("unclassed key failed at truth %v: %v", truth, err)
+		}
+		_, err := c.Lookup(revKey)
+		switch {
+		case errors.Is(err, failstatic.ErrStale):
+			staleFails++
+			if firstFail < 0 {
+				firstFail = truth
+			}
+			if truth < threshold-time.Second {
+				earlyFails++
+			}
+		case err != nil:
+			t.Fatalf("revocation lookup: %v", err)
+		case truth > threshold+time.Second:
+			t.Fatalf("revocation still served at truth %v (threshold %v)", truth, threshold)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, m := range cluster.Members {
+		if err := m.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pauses, resumes int
+	for _, m := range cluster.Members {
+		pauses += m.Stats().Pauses
+		resumes += m.Stats().Resumes
+	}
+	t.Logf("faults: %d pauses, %d resumes, %d client restarts (New from disk took %v); reads %d, served %d, max |staleness-truth| %v, revocations failed closed first at %v (threshold %v), %d closed reads",
+		pauses, resumes, restarts, restartTook, reads, served, maxDev, firstFail, threshold, staleFails)
+	if pauses != 3 || resumes != 3 || restarts != 1 {
+		t.Fatalf("faults not injected: pauses=%d resumes=%d restarts=%d", pauses, resumes, restarts)
+	}
+	if served != reads || reads == 0 {
+		t.Fatalf("served %d of %d reads", served, reads)
+	}
+	if maxDev > time.Second {
+		t.Fatalf("staleness deviated from truth by %v", maxDev)
+	}
+	if firstFail < threshold-time.Second || firstFail > threshold+time.Second || earlyFails > 0 {
+		t.Fatalf("fail-closed at %v, want %v ± 1s (early fails %d)", firstFail, threshold, earlyFails)
+	}
+
+	// After the outage the cache goes live again and is confirmed current.
+	put(t, writer, prefix+"flags/after", "1")
+	waitFor(t, 90*time.Second, "live and current after the outage", func() bool {
+		s := c.Get()
+		return s.Source == failstatic.SourceLive && s.Value[prefix+"flags/after"] == "1" && s.Staleness < time.Second
+	})
+	if _, err := c.Lookup(revKey); err != nil {
+		t.Fatalf("revocations still closed after recovery: %v", err)
+	}
+}
