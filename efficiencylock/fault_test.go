@@ -1,0 +1,323 @@
+package efficiencylock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/efficiencylock"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// Fault trials: workers take one lock (auto-refreshed) to run numbered jobs of
+// faultSteps steps, while the test pauses Redis past the ttl or restarts it empty.
+// Each step's effect is applied after a check of the guard's context
+// (check-then-act, as real code does). A step executed twice is a duplicate
+// execution; one executed while another worker also believed it held the lock is a
+// concurrent duplicate, which a correct lock would have prevented. The trials
+// count both and report them as the evidence that this lock is for efficiency
+// only. What they assert is what the package promises: no panic, every
+// guard that held the lock during a fault learns it lost the lock (Context
+// cancelled) within one refresh period, and typed errors afterwards.
+
+const (
+	faultTTL     = 1500 * time.Millisecond
+	faultPeriod  = faultTTL / 3 // auto-refresh period
+	faultStep    = 100 * time.Millisecond // one unit of work, applied after a context check
+	faultSteps   = 30                     // steps per job: a job outlives ttl + refresh period
+	faultWorkers = 4
+	// Scheduling slack for a busy 2-core machine running -race: a refresh's round
+	// trip, go-redis reconnect retries, and the goroutine wake-up.
+	faultSlack = time.Second
+)
+
+func faultRounds() int {
+	if os.Getenv("COORD_FULL") == "1" {
+		return 10
+	}
+	return 2
+}
+
+type guardRec struct {
+	lock       *efficiencylock.Lock
+	acquiredAt time.Time
+	mu         sync.Mutex
+	endedAt    time.Time // when Context was cancelled
+	stop       func() bool
+}
+
+func (g *guardRec) ended() (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.endedAt, !g.endedAt.IsZero()
+}
+
+type trial struct {
+	t      *testing.T
+	locker *efficiencylock.Locker
+
+	mu         sync.Mutex
+	next       int            // the next job to run
+	execs      map[[2]int]int // (job, step) → times its effect was applied
+	guards     []*guardRec
+	holding    int // workers inside a job
+	overlaps   int // acquisitions that started while another worker was inside a job
+	concurrent int // steps applied while another worker was inside a job
+	abandoned  int // jobs given up because the guard's context ended
+	completed  int // jobs finished
+
+	acquireErrs, releaseOK, releaseNotHeld, releaseErrs atomic.Int64
+	panics                                              atomic.Int64
+}
+
+func newTrial(t *testing.T, srv *coordtest.RedisServer) *trial {
+	return &trial{
+		t:      t,
+		locker: newLocker(t, srv.Client(t), "fault", &efficiencylock.Options{AutoRefresh: true}),
+		execs:  map[[2]int]int{},
+	}
+}
+
+func (tr *trial) worker(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			tr.panics.Add(1)
+			tr.t.Errorf("panic: %v", r)
+		}
+	}()
+	for ctx.Err() == nil {
+		lk, err := tr.locker.Acquire(ctx, "job", faultTTL, efficiencylock.FullJitter(5*time.Millisecond, 100*time.Millisecond))
+		if err != nil {
+			if ctx.Err() == nil {
+				tr.acquireErrs.Add(1)
+				time.Sleep(20 * time.Millisecond)
+			}
+			continue
+		}
+		g := &guardRec{lock: lk, acquiredAt: time.Now()}
+		lctx := lk.Context()
+		g.stop = context.AfterFunc(lctx, func() {
+			g.mu.Lock()
+			g.endedAt = time.Now()
+			g.mu.Unlock()
+		})
+		tr.mu.Lock()
+		tr.guards = append(tr.guards, g)
+		if tr.holding > 0 {
+			tr.overlaps++
+		}
+		tr.holding++
+		job := tr.next
+		tr.mu.Unlock()
+
+		done := true
+		for step := range faultSteps {
+			select {
+			case <-time.After(faultStep):
+			case <-lctx.Done():
+			}
+			tr.mu.Lock()
+			if lctx.Err() != nil {
+				tr.mu.Unlock()
+				done = false
+				break
+			}
+			tr.execs[[2]int{job, step}]++ // check, then act: the window real code has too
+			if tr.holding > 1 {
+				tr.concurrent++
+			}
+			tr.mu.Unlock()
+		}
+		tr.mu.Lock()
+		if done {
+			tr.completed++
+			if job == tr.next {
+				tr.next++
+			}
+		} else {
+			tr.abandoned++
+		}
+		tr.holding--
+		tr.mu.Unlock()
+
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = lk.Release(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			tr.releaseOK.Add(1)
+		case errors.Is(err, efficiencylock.ErrNotHeld):
+			tr.releaseNotHeld.Add(1)
+		default:
+			tr.releaseErrs.Add(1)
+		}
+	}
+}
+
+// holders returns the guards whose context has not ended yet.
+func (tr *trial) holders() []*guardRec {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []*guardRec
+	for _, g := range tr.guards {
+		if _, ok := g.ended(); !ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// freshHolders waits until a guard that acquired less than maxAge ago holds the
+// lock, so the fault lands well inside its job, and returns the current holders.
+func (tr *trial) freshHolders(maxAge time.Duration) []*guardRec {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		held := tr.holders()
+		for _, g := range held {
+			if time.Since(g.acquiredAt) < maxAge {
+				return held
+			}
+		}
+	}
+	tr.t.Errorf("no worker acquired the lock within 10s")
+	return nil
+}
+
+// run starts the workers, calls fault once per round, and stops.
+func (tr *trial) run(rounds int, fault func(round int)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range faultWorkers {
+		wg.Go(func() { tr.worker(ctx) })
+	}
+	for r := range rounds {
+		fault(r)
+	}
+	time.Sleep(faultTTL)
+	cancel()
+	wg.Wait()
+	tr.mu.Lock()
+	for _, g := range tr.guards {
+		g.stop()
+	}
+	tr.mu.Unlock()
+}
+
+// report logs the figures and returns the number of duplicate executions.
+func (tr *trial) report(kind string) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	dups := 0
+	for _, n := range tr.execs {
+		dups += max(0, n-1)
+	}
+	tr.t.Logf("%s: %d acquisitions, %d jobs completed, %d abandoned on loss; %d steps applied, %d DUPLICATE EXECUTIONS "+
+		"(steps applied more than once), %d of them CONCURRENT (applied while another worker also held the lock); "+
+		"%d acquisitions while another worker was inside a job; releases: %d ok, %d not held, %d errors; acquire errors %d; panics %d",
+		kind, len(tr.guards), tr.completed, tr.abandoned, len(tr.execs), dups, tr.concurrent, tr.overlaps,
+		tr.releaseOK.Load(), tr.releaseNotHeld.Load(), tr.releaseErrs.Load(), tr.acquireErrs.Load(), tr.panics.Load())
+	if tr.panics.Load() != 0 {
+		tr.t.Errorf("%d panics", tr.panics.Load())
+	}
+	return dups
+}
+
+// checkLearned asserts that every guard in held ended by deadline and returns the
+// latencies from since.
+func checkLearned(t *testing.T, what string, held []*guardRec, since, deadline time.Time) []time.Duration {
+	t.Helper()
+	// Wait (bounded) for the cancellations to be recorded.
+	for end := time.Now().Add(deadline.Sub(time.Now()) + 2*time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		all := true
+		for _, g := range held {
+			if _, ok := g.ended(); !ok {
+				all = false
+			}
+		}
+		if all {
+			break
+		}
+	}
+	var lat []time.Duration
+	for _, g := range held {
+		at, ok := g.ended()
+		if !ok {
+			t.Errorf("%s: a guard acquired at %v never learned it lost the lock", what, g.acquiredAt.Format(time.StampMilli))
+			continue
+		}
+		lat = append(lat, at.Sub(since))
+		var lost *efficiencylock.LostError
+		if c := context.Cause(g.lock.Context()); !errors.As(c, &lost) {
+			t.Errorf("%s: guard ended with cause %v, want *LostError", what, c)
+		}
+		if at.After(deadline) {
+			t.Errorf("%s: guard learned of the loss at +%v, after the deadline +%v", what, at.Sub(since), deadline.Sub(since))
+		}
+	}
+	return lat
+}
+
+func TestFaultRedisPausedPastTTL(t *testing.T) {
+	t.Parallel()
+	srv := coordtest.PrivateRedis(t)
+	tr := newTrial(t, srv)
+	rounds := faultRounds()
+	pause := faultTTL + time.Second
+	var learned []time.Duration
+	var heldAtFault int
+	tr.run(rounds, func(int) {
+		held := tr.freshHolders(time.Second)
+		heldAtFault += len(held)
+		at := time.Now()
+		if err := srv.Pause(); err != nil {
+			t.Fatalf("pause: %v", err)
+		}
+		time.Sleep(pause)
+		// The last refresh before the pause extended the key to at most
+		// at+ttl: the lock is gone on the server by then, and every holder must
+		// know within one refresh period of that.
+		learned = append(learned, checkLearned(t, "pause", held, at, at.Add(faultTTL+faultPeriod))...)
+		if err := srv.Resume(); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+	})
+	st := srv.Stats()
+	if st.Pauses != rounds || st.Resumes != rounds {
+		t.Fatalf("faults injected: %d pauses, %d resumes; want %d each", st.Pauses, st.Resumes, rounds)
+	}
+	tr.report(fmt.Sprintf("Redis SIGSTOPped for %v (ttl %v) ×%d", pause, faultTTL, rounds))
+	slices.Sort(learned)
+	t.Logf("pause: %d guards held the lock at the pauses; each learned of the loss %v after the pause began (ttl %v, refresh period %v)",
+		heldAtFault, learned, faultTTL, faultPeriod)
+}
+
+func TestFaultRedisRestartedEmpty(t *testing.T) {
+	t.Parallel()
+	srv := coordtest.PrivateRedis(t)
+	tr := newTrial(t, srv)
+	rounds := faultRounds()
+	var learned []time.Duration
+	var heldAtFault int
+	tr.run(rounds, func(int) {
+		held := tr.freshHolders(time.Second)
+		heldAtFault += len(held)
+		at := time.Now()
+		srv.RestartEmpty(t)
+		// The key vanished at `at`; each holder's next refresh (at most one
+		// period away) finds it gone or fails.
+		learned = append(learned, checkLearned(t, "restart", held, at, at.Add(faultPeriod+faultSlack))...)
+	})
+	st := srv.Stats()
+	if st.Starts != rounds+1 || st.Kills < rounds {
+		t.Fatalf("faults injected: %d starts, %d kills; want %d restarts", st.Starts, st.Kills, rounds)
+	}
+	tr.report(fmt.Sprintf("Redis restarted empty ×%d (ttl %v)", rounds, faultTTL))
+	slices.Sort(learned)
+	t.Logf("restart: %d guards held the lock at the restarts; each learned of the loss %v after the kill (refresh period %v)",
+		heldAtFault, learned, faultPeriod)
+}
