@@ -2,7 +2,6 @@ package main
 
 import "context"
 
-func runPayment(ctx context.Context, e *env) (string, bool) { return "not yet", false }
 func runOrder(ctx context.Context, e *env) (string, bool)   { return "not yet", false }
 func runSaga(ctx context.Context, e *env) (string, bool)    { return "not yet", false }
 func runConfig(ctx context.Context, e *env) (string, bool)  { return "not yet", false }
