@@ -111,7 +111,8 @@ func (s *Store) Do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 		case codeLockNotAvailable:
 			return Result{}, s.inFlight(ctx, key, wait, 0)
 		case codeUniqueViolation: // a duplicate committed between our lookup and our insert
-			r, ok, lerr := s.lookup(ctx, s.pool, key)
+			// On this connection: taking a second one from the pool could deadlock it.
+			r, ok, lerr := s.lookup(ctx, c.Conn(), key)
 			if lerr != nil {
 				return Result{}, lerr
 			}
