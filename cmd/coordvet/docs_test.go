@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"go/doc/comment"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coordkit/coordkit/cmd/coordvet/suite"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated part of docs/vet.md from the analyzers' doc.go")
+
+const (
+	beginChecks = "<!-- BEGIN GENERATED: the checks, from each analyzer's doc.go (go test ./cmd/coordvet -run TestVetMD -update) -->\n"
+	endChecks   = "<!-- END GENERATED -->\n"
+)
+
+// checksMarkdown renders every analyzer's Doc (taken from its doc.go) as a
+// section of docs/vet.md, anchored by the analyzer's name.
+func checksMarkdown() string {
+	var b strings.Builder
+	for _, a := range suite.Analyzers() {
+		summary, body, _ := strings.Cut(a.Doc, "\n")
+		summary = strings.TrimPrefix(summary, a.Name+": ")
+		var p comment.Parser
+		pr := comment.Printer{HeadingLevel: 3}
+		b.WriteString("## " + a.Name + "\n\n")
+		b.WriteString("**" + summary + ".**\n\n")
+		b.Write(bytes.TrimSpace(pr.Markdown(p.Parse(body))))
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+// TestVetMD keeps docs/vet.md's per-check sections identical to the analyzers'
+// doc.go, the single source of their documentation.
+func TestVetMD(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "vet.md")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(raw)
+	head, rest, ok1 := strings.Cut(md, beginChecks)
+	_, tail, ok2 := strings.Cut(rest, endChecks)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s: generated-section markers missing", path)
+	}
+	want := head + beginChecks + "\n" + checksMarkdown() + endChecks + tail
+	if md == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("%s is out of date with the analyzers' doc.go; run: go test ./cmd/coordvet -run TestVetMD -update (from cmd/coordvet: go test . -run TestVetMD -update)", path)
+}
+
+// TestDocsNameEveryCheck makes sure each check's section has a bad and a good
+// example and that every diagnostic's link target exists.
+func TestDocsNameEveryCheck(t *testing.T) {
+	for _, a := range suite.Analyzers() {
+		if !strings.Contains(a.Doc, "\nBad:\n") || !strings.Contains(a.Doc, "\nGood:\n") {
+			t.Errorf("%s: doc.go has no Bad: and Good: example", a.Name)
+		}
+		if !strings.HasPrefix(a.Doc, a.Name+": ") {
+			t.Errorf("%s: doc does not start with %q", a.Name, a.Name+": ")
+		}
+	}
+}

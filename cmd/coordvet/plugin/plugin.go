@@ -1,0 +1,87 @@
+// Package plugin is the golangci-lint v2 module plugin of coordvet. Importing
+// it registers the linter "coordvet" with golangci-lint's plugin registry; see
+// docs/vet.md#golangci-lint for the .custom-gcl.yml that builds it in.
+package plugin
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/golangci/plugin-module-register/register"
+	"golang.org/x/tools/go/analysis"
+
+	"github.com/coordkit/coordkit/cmd/coordvet/dualwrite"
+	"github.com/coordkit/coordkit/cmd/coordvet/suite"
+)
+
+// Name is the linter name to enable in .golangci.yml.
+const Name = "coordvet"
+
+func init() { register.Plugin(Name, New) }
+
+// Settings are the linters-settings.custom.coordvet.settings of .golangci.yml.
+// Unknown keys are an error, so a typo does not silently switch a check off.
+type Settings struct {
+	// Disable lists checks not to run (e.g. ["sagapivot"]). Default: none; every
+	// check runs.
+	Disable []string `json:"disable"`
+	// Brokers adds publish calls to dualwrite, as importpath:Name or
+	// importpath:Type.Name. Default: none beyond the built-in list.
+	Brokers []string `json:"brokers"`
+	// Commits adds transaction commits to dualwrite, same form. Default: none
+	// beyond the built-in list.
+	Commits []string `json:"commits"`
+}
+
+// Plugin is the coordvet linter as golangci-lint sees it.
+type Plugin struct {
+	settings Settings
+}
+
+var _ register.LinterPlugin = (*Plugin)(nil)
+
+// New decodes and validates the settings golangci-lint passes (nil for none).
+// It returns an error for an unknown key, an unknown check in Disable or a
+// malformed broker or commit entry.
+func New(settings any) (register.LinterPlugin, error) {
+	s, err := register.DecodeSettings[Settings](settings)
+	if err != nil {
+		return nil, fmt.Errorf("coordvet: %w", err)
+	}
+	names := map[string]bool{}
+	for _, a := range suite.Analyzers() {
+		names[a.Name] = true
+	}
+	for _, d := range s.Disable {
+		if !names[d] {
+			return nil, fmt.Errorf("coordvet: settings.disable: unknown check %q", d)
+		}
+	}
+	if _, err := dualwrite.New(dualwrite.Config{Brokers: s.Brokers, Commits: s.Commits}); err != nil {
+		return nil, fmt.Errorf("coordvet: settings: %w", err)
+	}
+	return &Plugin{settings: s}, nil
+}
+
+// BuildAnalyzers returns the enabled analyzers; dualwrite is a fresh instance
+// carrying the configured brokers and commits.
+func (p *Plugin) BuildAnalyzers() ([]*analysis.Analyzer, error) {
+	dw, err := dualwrite.New(dualwrite.Config{Brokers: p.settings.Brokers, Commits: p.settings.Commits})
+	if err != nil {
+		return nil, err
+	}
+	var out []*analysis.Analyzer
+	for _, a := range suite.Analyzers() {
+		if slices.Contains(p.settings.Disable, a.Name) {
+			continue
+		}
+		if a.Name == dw.Name {
+			a = dw
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// GetLoadMode asks golangci-lint for type information, which every check needs.
+func (p *Plugin) GetLoadMode() string { return register.LoadModeTypesInfo }
