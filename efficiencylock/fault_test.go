@@ -28,7 +28,7 @@ import (
 
 const (
 	faultTTL     = 1500 * time.Millisecond
-	faultPeriod  = faultTTL / 3 // auto-refresh period
+	faultPeriod  = faultTTL / 3           // auto-refresh period
 	faultStep    = 100 * time.Millisecond // one unit of work, applied after a context check
 	faultSteps   = 30                     // steps per job: a job outlives ttl + refresh period
 	faultWorkers = 4
@@ -232,7 +232,7 @@ func (tr *trial) report(kind string) int {
 func checkLearned(t *testing.T, what string, held []*guardRec, since, deadline time.Time) []time.Duration {
 	t.Helper()
 	// Wait (bounded) for the cancellations to be recorded.
-	for end := time.Now().Add(deadline.Sub(time.Now()) + 2*time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	for end := deadline.Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		all := true
 		for _, g := range held {
 			if _, ok := g.ended(); !ok {
