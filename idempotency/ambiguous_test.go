@@ -1,0 +1,126 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Ambiguous commit: the connection is cut while COMMIT is in flight, so the client
+// cannot know whether the effect committed. It retries with the same key: in every
+// trial the effect happened exactly once.
+func TestAmbiguousCommitRetryIsExactlyOnce(t *testing.T) {
+	trials := 30
+	if full() {
+		trials = 120
+	}
+	direct, db := newStore(t, idempotency.Config{WaitTimeout: 500 * time.Millisecond})
+	u, err := url.Parse(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := coordtest.NewProxy(t, u.Host)
+	pc, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := splitHostPort(proxy.Addr())
+	pc.ConnConfig.Host, pc.ConnConfig.Port = host, port
+	pc.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	viaProxy, err := idempotency.New(pool, idempotency.Config{WaitTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var unknown, landed, lost, cutsBefore int
+	const delay = 60 * time.Millisecond
+	for i := range trials {
+		key := idempotency.Key{Scope: "acme", ID: "ambiguous-" + strconv.Itoa(i)}
+		// Even trials: cut while the COMMIT sits in the proxy's delay, before the
+		// server sees it. Odd trials: cut as soon as the commit is visible on the
+		// server, while its answer is still held by the proxy.
+		afterCommit := i%2 == 1
+		cut := make(chan struct{})
+		cutsBefore = proxy.Stats().Cut
+		_, err := viaProxy.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+			resp, err := effect(key, "x")(ctx, tx)
+			proxy.Delay(delay) // the COMMIT that follows is held in the proxy
+			go func() {
+				defer close(cut)
+				if !afterCommit {
+					time.Sleep(delay / 3)
+					proxy.Cut()
+					return
+				}
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+					var n int
+					if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM effects WHERE scope = $1 AND key = $2`, key.Scope, key.ID).Scan(&n); err == nil && n > 0 {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				proxy.Cut()
+			}()
+			return resp, err
+		}, nil)
+		<-cut
+		proxy.Heal()
+		if proxy.Stats().Cut == cutsBefore {
+			t.Fatalf("trial %d: the proxy cut nothing", i)
+		}
+		if err == nil {
+			t.Fatalf("trial %d: Do succeeded although its connection was cut before the answer", i)
+		}
+		if errors.Is(err, idempotency.ErrCommitUnknown) {
+			unknown++
+		}
+		// The client retries with the same key until it gets an answer.
+		var res idempotency.Result
+		for attempt := 0; ; attempt++ {
+			res, err = direct.Do(ctx, key, fp("a"), effect(key, "retry"), nil)
+			if !errors.Is(err, idempotency.ErrInFlight) || attempt > 20 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // the server has not yet noticed the cut
+		}
+		if err != nil {
+			t.Fatalf("trial %d: retry: %v", i, err)
+		}
+		if res.Replayed {
+			landed++
+		} else {
+			lost++
+		}
+		if n := effectCount(t, db, key); n != 1 {
+			t.Fatalf("trial %d: %d effects after retry, want exactly 1", i, n)
+		}
+	}
+	st := proxy.Stats()
+	t.Logf("%d trials: %d connections cut, %d ErrCommitUnknown; retry replayed %d (commit had landed), executed %d (it had not)",
+		trials, st.Cut, unknown, landed, lost)
+	if unknown == 0 || landed == 0 {
+		t.Fatalf("the fault did not produce both an unknown outcome and a landed commit: unknown %d, landed %d", unknown, landed)
+	}
+}
+
+func splitHostPort(addr string) (string, uint16, error) {
+	u, err := url.Parse("//" + addr)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.Atoi(u.Port())
+	return u.Hostname(), uint16(p), err
+}
