@@ -32,9 +32,11 @@ func (s *Session) renew(granted time.Time) {
 	clk := s.cfg.Clock
 	lastOK := granted
 
-	tick := clk.NewTimer(s.cfg.renewInterval())
+	// Both timers count from the grant's send time, not from now: attaching the
+	// session key (or a slow start) must not push the step-down past expiry.
+	tick := clk.NewTimer(granted.Add(s.cfg.renewInterval()).Sub(clk.Now()))
 	defer tick.Stop()
-	deadline := clk.NewTimer(s.cfg.stepDownAfter())
+	deadline := clk.NewTimer(granted.Add(s.cfg.stepDownAfter()).Sub(clk.Now()))
 	defer deadline.Stop()
 	timeout := clk.NewTimer(time.Hour)
 	timeout.Stop()

@@ -1,0 +1,178 @@
+package correctnesslease
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// full reports whether the long trial counts were asked for (COORD_FULL=1).
+func full() bool { return os.Getenv("COORD_FULL") == "1" }
+
+type partitionTrial struct {
+	stepDown   time.Time // when the holder's lease context was cancelled
+	rivalTakes time.Time // when the rival's Acquire returned
+	reason     coord.LossReason
+	blackholes int
+	dropped    int64
+	spurious   bool // stepped down during the delay phase
+}
+
+// runPartitionTrial: a holder talks to etcd through a proxy (with the given
+// delay each way), a rival waits on a direct connection. After hold, the proxy
+// blackholes the holder. It returns when both the holder has stepped down and
+// the rival has the lease.
+func runPartitionTrial(t *testing.T, e *coordtest.EtcdServer, name string, delay, hold, kaTimeout time.Duration) partitionTrial {
+	t.Helper()
+	ctx := context.Background()
+	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
+	holderCli := coordtest.NewEtcdClient(t, proxy.URL())
+	rivalCli := e.Client(t)
+	cfg := Config{Tenant: testTenant(t), TTL: testTTL, KeepaliveTimeout: kaTimeout, Logger: testLogger(t)}
+
+	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer hcancel()
+	hs, err := NewSession(hctx, holderCli, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_ = hs.Close(cctx) // the revoke cannot get through the blackhole
+	}()
+	hl, err := Acquire(hctx, hs, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res partitionTrial
+	stepped := make(chan struct{})
+	go func() {
+		<-hl.Context().Done()
+		res.stepDown = time.Now()
+		res.reason = lossReason(context.Cause(hl.Context()))
+		close(stepped)
+	}()
+
+	rs := newSession(t, rivalCli, Config{Tenant: cfg.Tenant, TTL: testTTL})
+	taken := make(chan *Lease, 1)
+	go func() {
+		l, err := Acquire(ctx, rs, name)
+		if err != nil {
+			t.Error(err)
+		}
+		res.rivalTakes = time.Now()
+		taken <- l
+	}()
+	// Wait until the rival is queued (or already has the lease, when the
+	// delays alone made the holder step down).
+	rivalKey := rs.keyFor(hl.Token().Lease())
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		resp, err := rivalCli.Get(ctx, rivalKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rival never queued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	// The delay starts once the holder is established: it is the keepalives
+	// that are slowed, not the setup.
+	proxy.Delay(delay)
+	select {
+	case <-stepped:
+		res.spurious = true
+	case <-time.After(hold):
+	}
+	proxy.Blackhole()
+	waitDone(t, stepped, 2*testTTL, "holder step-down")
+	var rl *Lease
+	select {
+	case rl = <-taken:
+	case <-time.After(3 * testTTL):
+		t.Fatal("rival never acquired")
+	}
+	if rl != nil {
+		_ = rl.Release(ctx)
+		if c, _ := rl.Token().Compare(hl.Token()); c != 1 {
+			t.Fatalf("rival token %s not newer than holder's %s", rl.Token(), hl.Token())
+		}
+	}
+	st := proxy.Stats()
+	res.blackholes, res.dropped = st.Blackholes, st.DroppedBytes
+	return res
+}
+
+// TestBlackholedHolderStepsDownFirst: the holder's connection to etcd is
+// blackholed (bytes vanish, connections stay open); in every trial its step-down
+// fires before the rival acquires the lease, which is before the rival's first
+// write.
+func TestBlackholedHolderStepsDownFirst(t *testing.T) {
+	e := coordtest.Etcd(t)
+	trials := 6
+	if full() {
+		trials = 40
+	}
+	var lags []time.Duration
+	blackholes := 0
+	for i := range trials {
+		r := runPartitionTrial(t, e, "leader", 0, time.Duration(i%3)*testTTL/9+testTTL/3, 0)
+		if r.blackholes != 1 || r.dropped == 0 {
+			t.Fatalf("trial %d: fault not injected: %d blackholes, %d bytes dropped", i, r.blackholes, r.dropped)
+		}
+		blackholes += r.blackholes
+		if r.spurious {
+			t.Fatalf("trial %d: stepped down before the fault", i)
+		}
+		if r.reason != coord.LossRenewalDeadline {
+			t.Fatalf("trial %d: holder lost with %s, want %s", i, r.reason, coord.LossRenewalDeadline)
+		}
+		if !r.stepDown.Before(r.rivalTakes) {
+			t.Fatalf("trial %d: rival acquired %v BEFORE the holder stepped down", i, r.stepDown.Sub(r.rivalTakes))
+		}
+		lags = append(lags, r.rivalTakes.Sub(r.stepDown))
+	}
+	slices.Sort(lags)
+	t.Logf("%d trials, %d blackholes injected; step-down preceded the rival's acquisition in every one; lag (rival acquires - holder steps down): min %v median %v max %v (TTL %v)",
+		trials, blackholes, lags[0].Round(time.Millisecond), lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond), testTTL)
+}
+
+// TestDelayedKeepalivesStepDownFirst: keepalive round trips of 0, TTL/6 and just
+// under TTL/3 (the proxy delays each direction by half); the holder keeps the
+// lease while they get through, and once the connection is blackholed its
+// step-down still precedes the server's expiry (the rival's acquisition).
+func TestDelayedKeepalivesStepDownFirst(t *testing.T) {
+	e := coordtest.Etcd(t)
+	rtts := []time.Duration{0, testTTL / 6, testTTL/3 - 150*time.Millisecond}
+	rounds := 1
+	if full() {
+		rounds = 5
+	}
+	for _, rtt := range rtts {
+		for round := range rounds {
+			r := runPartitionTrial(t, e, "leader", rtt/2, testTTL, testTTL/3-10*time.Millisecond)
+			if r.blackholes != 1 || r.dropped == 0 {
+				t.Fatalf("rtt %v: fault not injected: %+v", rtt, r)
+			}
+			if r.spurious && rtt == 0 {
+				t.Fatalf("rtt 0: stepped down without a fault")
+			}
+			if !r.stepDown.Before(r.rivalTakes) {
+				t.Fatalf("rtt %v round %d: rival acquired %v BEFORE the holder stepped down", rtt, round, r.stepDown.Sub(r.rivalTakes))
+			}
+			t.Logf("rtt %v round %d: holder stepped down (%s, spurious before the blackhole: %v) %v before the rival acquired",
+				rtt, round, r.reason, r.spurious, r.rivalTakes.Sub(r.stepDown).Round(time.Millisecond))
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package correctnesslease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+type runEvents struct {
+	mu      sync.Mutex
+	elected []coord.Token
+	lost    []coord.LossReason
+	ch      chan string
+}
+
+func newRunEvents() *runEvents { return &runEvents{ch: make(chan string, 16)} }
+
+func (r *runEvents) opts() *RunOpts {
+	return &RunOpts{
+		Backoff: coord.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond},
+		OnElected: func(tok coord.Token) {
+			r.mu.Lock()
+			r.elected = append(r.elected, tok)
+			r.mu.Unlock()
+			r.ch <- "elected"
+		},
+		OnLost: func(tok coord.Token, reason coord.LossReason, err error) {
+			r.mu.Lock()
+			r.lost = append(r.lost, reason)
+			r.mu.Unlock()
+			r.ch <- "lost:" + string(reason)
+		},
+	}
+}
+
+func (r *runEvents) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case ev := <-r.ch:
+		return ev
+	case <-time.After(15 * time.Second):
+		t.Fatal("no Run event within 15s")
+		return ""
+	}
+}
+
+// TestRunReelectsAfterLoss: the work runs with the token; when its key is
+// deleted the work's context is cancelled, Run re-campaigns and the next term
+// has a newer token; when the session steps down Run makes a new session.
+func TestRunReelectsAfterLoss(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var first clientv3.LeaseID
+	var failFirst sync.Mutex
+	failing := false
+	ka := func(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+		failFirst.Lock()
+		f := failing && id == first
+		failFirst.Unlock()
+		if f {
+			return nil, errors.New("injected: unreachable")
+		}
+		return cli.KeepAliveOnce(ctx, id)
+	}
+	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL, keepAliveOnce: ka})
+	first = s.LeaseID()
+	ev := newRunEvents()
+	work := make(chan coord.Token, 8)
+	causes := make(chan error, 8)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- Run(ctx, s, "leader", func(ctx context.Context, tok coord.Token) error {
+			work <- tok
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return context.Cause(ctx)
+		}, ev.opts())
+	}()
+	if e := ev.next(t); e != "elected" {
+		t.Fatal(e)
+	}
+	tok1 := <-work
+
+	// Term 1 ends: key deleted.
+	if _, err := cli.Delete(ctx, s.keyFor(tok1.Lease())); err != nil {
+		t.Fatal(err)
+	}
+	if r := lossReason(<-causes); r != coord.LossKeyDeleted {
+		t.Fatalf("work cancelled with %v", r)
+	}
+	if e := ev.next(t); e != "lost:key_deleted" {
+		t.Fatal(e)
+	}
+	if e := ev.next(t); e != "elected" {
+		t.Fatal(e)
+	}
+	tok2 := <-work
+	if c, _ := tok2.Compare(tok1); c != 1 {
+		t.Fatalf("term 2 token %s not newer than %s", tok2, tok1)
+	}
+
+	// Term 2 ends: the session's keepalives fail; Run steps down and starts a
+	// new session.
+	failFirst.Lock()
+	failing = true
+	failFirst.Unlock()
+	if r := lossReason(<-causes); r != coord.LossRenewalDeadline {
+		t.Fatalf("work cancelled with %v", r)
+	}
+	if e := ev.next(t); e != "lost:renewal_deadline" {
+		t.Fatal(e)
+	}
+	if e := ev.next(t); e != "elected" {
+		t.Fatal(e)
+	}
+	tok3 := <-work
+	if c, _ := tok3.Compare(tok2); c != 1 {
+		t.Fatalf("term 3 token %s not newer than %s", tok3, tok2)
+	}
+	if s.Err() == nil {
+		t.Fatal("first session still has authority")
+	}
+
+	// Cancelling Run's context ends the term and Run.
+	cancel()
+	if r := lossReason(<-causes); r != coord.LossCancelled {
+		t.Fatalf("work cancelled with %v", r)
+	}
+	if err := <-runErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+	waitKeys(t, cli, tok3.Lease()+"/", 0)
+}
+
+// TestRunWorkDone: when the work returns while holding the lease, Run releases
+// and returns the work's result.
+func TestRunWorkDone(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	ctx := context.Background()
+	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	boom := errors.New("boom")
+	var tok coord.Token
+	err := Run(ctx, s, "once", func(ctx context.Context, tk coord.Token) error { tok = tk; return boom }, nil)
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run = %v", err)
+	}
+	waitKeys(t, cli, tok.Lease()+"/", 0)
+	if err := Run(ctx, s, "once", func(context.Context, coord.Token) error { return nil }, nil); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// TestRunDrainExceeded: work that ignores its cancelled context makes Run return
+// ErrDrainExceeded after the drain, instead of starting a second term.
+func TestRunDrainExceeded(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	ctx := context.Background()
+	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan coord.Token, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Run(ctx, s, "stubborn", func(_ context.Context, tok coord.Token) error {
+			started <- tok
+			<-release // ignores its context
+			return nil
+		}, &RunOpts{Drain: 200 * time.Millisecond})
+	}()
+	tok := <-started
+	if _, err := cli.Delete(ctx, s.keyFor(tok.Lease())); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrDrainExceeded) {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the drain")
+	}
+}
