@@ -24,6 +24,7 @@ type Cache[T any] struct {
 	watched  string
 	isPrefix bool
 	clock    coord.Clock
+	sysClock bool      // clock is the system clock: Staleness reads only the monotonic clock
 	base     time.Time // staleness offsets are measured from here (monotonic)
 	log      *slog.Logger
 	tel      *telemetry
@@ -115,6 +116,7 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 		persistKick: make(chan struct{}, 1),
 	}
 	c.watched, c.isPrefix = cfg.watched()
+	c.sysClock = cfg.Clock == coord.SystemClock()
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
@@ -187,8 +189,13 @@ func (c *Cache[T]) Get() Snapshot[T] {
 // or a list proved that etcd had nothing the cache had not seen). It never blocks
 // and does not allocate.
 func (c *Cache[T]) Staleness() time.Duration {
-	d := c.clock.Now().Sub(c.base) - time.Duration(c.confirmedOff.Load())
-	return max(d, 0)
+	var since time.Duration
+	if c.sysClock {
+		since = time.Since(c.base) // one monotonic clock read, no wall clock
+	} else {
+		since = c.clock.Now().Sub(c.base)
+	}
+	return max(since-time.Duration(c.confirmedOff.Load()), 0)
 }
 
 // GetClass returns the current snapshot for a reader of key class name. It fails
