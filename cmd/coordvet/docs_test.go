@@ -30,7 +30,10 @@ func checksMarkdown() string {
 		pr := comment.Printer{HeadingLevel: 3}
 		b.WriteString("## " + a.Name + "\n\n")
 		b.WriteString("**" + summary + ".**\n\n")
-		b.Write(bytes.TrimSpace(pr.Markdown(p.Parse(body))))
+		md := string(bytes.TrimSpace(pr.Markdown(p.Parse(body))))
+		md = strings.ReplaceAll(md, "\nBad:\n", "\n**Bad:**\n")
+		md = strings.ReplaceAll(md, "\nGood:\n", "\n**Good:**\n")
+		b.WriteString(md)
 		b.WriteString("\n\n")
 	}
 	return b.String()

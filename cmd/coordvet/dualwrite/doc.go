@@ -9,7 +9,7 @@
 // timeout or a broker outage between the two leaves the database and the
 // event stream disagreeing for good, so consumers miss an event or see one for
 // a change that never happened (RFC MUST 2). Events derived from state changes
-// are written to the outbox table in the same transaction (outbox.EnqueueTx) and
+// are written to the outbox table in the same transaction ((*outbox.Outbox).EnqueueTx) and
 // published by the outbox relay.
 //
 // The check reports a function that, counting the closures inside it, both
@@ -40,7 +40,7 @@
 //
 // Good:
 //
-//	if err := outbox.EnqueueTx(ctx, tx, outbox.Event{Topic: "orders", Key: id, Payload: ev}); err != nil {
+//	if _, err := ob.EnqueueTx(ctx, tx, outbox.Event{Topic: "orders", Key: id, Type: "order.paid", Payload: ev}); err != nil {
 //		return err
 //	}
 //	return tx.Commit(ctx) // the relay publishes the event iff this commits

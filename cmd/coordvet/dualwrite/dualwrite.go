@@ -63,7 +63,7 @@ type settings struct {
 const (
 	outboxPkg = vetutil.SDK + "/outbox"
 	rule      = "RFC MUST 2 (events are written to an outbox in the same transaction and published by a relay; dual writes are prohibited)"
-	fix       = "write the event with outbox.EnqueueTx(ctx, tx, event) before the commit and let the outbox relay publish it"
+	fix       = "write the event in the same transaction with (*outbox.Outbox).EnqueueTx(ctx, tx, event) and let the outbox relay publish it"
 )
 
 func run(pass *analysis.Pass, s *settings) (any, error) {

@@ -27,7 +27,7 @@ const (
 	leasePkg = vetutil.SDK + "/correctnesslease"
 	coordPkg = vetutil.SDK + "/coord"
 	rule     = "RFC MUST 3 (every write from the holder carries the fencing token)"
-	fixToken = "pass lease.Token() with every write to the resource (pgfence.GuardTx, a token column, the Coord-Fencing-Token header)"
+	fixToken = "pass lease.Token() with every write to the resource (pgfence Fence.GuardTx/Exec, a fenced UPDATE, the Coord-Fencing-Token header)"
 )
 
 func run(pass *analysis.Pass) (any, error) {

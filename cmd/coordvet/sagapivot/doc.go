@@ -19,6 +19,9 @@
 //   - a Compensatable step after the pivot (it would never be compensated);
 //   - a Retriable step before the pivot (a failure after it could not be undone).
 //
+// A definition without any pivot gets the one finding that says so, not one per
+// step.
+//
 // Definitions built from a slice or from helper functions are not literal and
 // are left to saga.New's own validation. Package saga itself is exempt.
 //

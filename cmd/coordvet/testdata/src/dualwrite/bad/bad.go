@@ -18,7 +18,7 @@ func pgxThenKafka(ctx context.Context, tx pgx.Tx, cl *kgo.Client) error {
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
-	return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders"}).FirstErr() // want `dualwrite: pgxThenKafka commits a transaction \(pgx.Tx.Commit, line 18\) and publishes to a broker \(kgo.Client.ProduceSync\).*breaks RFC MUST 2 .*fix: write the event with outbox.EnqueueTx.*\(see docs/vet.md#dualwrite\)`
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders"}).FirstErr() // want `dualwrite: pgxThenKafka commits a transaction \(pgx.Tx.Commit, line 18\) and publishes to a broker \(kgo.Client.ProduceSync\).*breaks RFC MUST 2 .*fix: write the event in the same transaction with \(\*outbox.Outbox\).EnqueueTx.*\(see docs/vet.md#dualwrite\)`
 }
 
 func publishThenSQLCommit(tx *sql.Tx, p sarama.SyncProducer) error {
