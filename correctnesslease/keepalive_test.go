@@ -214,3 +214,27 @@ func TestKeepaliveSharedBy1000Leases(t *testing.T) {
 	}
 	waitKeys(t, one, "/tenants/"+cfg.Tenant+"/elections/shard-", 0)
 }
+
+// TestSlowStartCountsFromGrant: the deadline counts from when the grant was
+// sent, however long attaching the session key took.
+func TestSlowStartCountsFromGrant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: testLogger(t)}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.keepAliveOnce = func(ctx context.Context, _ clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		s := newSessionState(nil, cfg)
+		granted := time.Now()
+		time.Sleep(1500 * time.Millisecond) // a slow Put of the session key
+		s.start(granted)
+		<-s.Done()
+		if d := time.Since(granted); d != 2*time.Second {
+			t.Fatalf("stepped down %v after the grant was sent, want 2/3 TTL = 2s", d)
+		}
+		_ = s.Close(context.Background())
+	})
+}
