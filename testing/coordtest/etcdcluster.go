@@ -33,6 +33,7 @@ type EtcdClusterOpts struct {
 	HeartbeatMs uint   // default 100
 	ElectionMs  uint   // default 1000
 	AuthToken   string // etcd --auth-token, e.g. "simple" or "jwt,..."; default etcd's
+	AuthTTL     uint   // etcd --auth-token-ttl in seconds (simple tokens); default etcd's (300)
 }
 
 // EtcdCluster starts an n-member etcd cluster as child processes on free loopback
@@ -77,6 +78,9 @@ func EtcdCluster(t testing.TB, n int, opts *EtcdClusterOpts) *EtcdClusterServer 
 		}
 		if opts.AuthToken != "" {
 			args = append(args, "--auth-token", opts.AuthToken)
+		}
+		if opts.AuthTTL != 0 {
+			args = append(args, "--auth-token-ttl", fmt.Sprint(opts.AuthTTL))
 		}
 		m.Process = StartProcess(t, "etcd "+m.Name, bin, args...)
 	}

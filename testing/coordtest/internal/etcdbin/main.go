@@ -29,6 +29,7 @@ func main() {
 	flag.StringVar(&cfg.LogLevel, "log-level", "error", "log level")
 	flag.StringVar(&cfg.AutoCompactionRetention, "auto-compaction-retention", "0", "retention")
 	authToken := flag.String("auth-token", "", "auth token type (simple or jwt,...)")
+	flag.UintVar(&cfg.AuthTokenTTL, "auth-token-ttl", cfg.AuthTokenTTL, "lifetime in seconds of a simple auth token")
 	flag.Parse()
 	if *authToken != "" {
 		cfg.AuthToken = *authToken
