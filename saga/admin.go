@@ -1,0 +1,248 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Info is a saga as the admin API shows it.
+type Info struct {
+	ID            string
+	Type          string
+	State         State
+	Step          int // running: next step to run; compensating: next step to undo
+	PivotStep     int
+	StepCount     int
+	Attempts      int // failed attempts of the current step or compensation
+	NextAttemptAt time.Time
+	LastError     string
+	Failure       string // the business failure (or cancel) that started compensation
+	Data          json.RawMessage
+	Outputs       map[string]json.RawMessage
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	StateSince    time.Time
+	PivotAt       *time.Time // when the pivot committed; nil before
+	ClaimOwner    *string    // runner holding (or last holding an unreleased) claim
+	ClaimVersion  int64
+}
+
+// Age returns how long the saga has been in its current state, as of now.
+func (i Info) Age(now time.Time) time.Duration { return now.Sub(i.StateSince) }
+
+func scanInfo(row pgx.Row) (Info, error) {
+	var i Info
+	var state string
+	err := row.Scan(&i.ID, &i.Type, &state, &i.Step, &i.PivotStep, &i.StepCount, &i.Attempts, &i.NextAttemptAt,
+		&i.LastError, &i.Failure, &i.Data, &i.Outputs, &i.CreatedAt, &i.UpdatedAt, &i.StateSince, &i.PivotAt,
+		&i.ClaimOwner, &i.ClaimVersion)
+	i.State = State(state)
+	return i, err
+}
+
+// ListOpts filters List. A nil *ListOpts lists the 100 oldest sagas of any state.
+type ListOpts struct {
+	Type      string        // only this saga type; default any
+	States    []State       // only these states; default any
+	OlderThan time.Duration // only sagas in their state for at least this long; default 0
+	Limit     int           // default 100, at most 10000
+}
+
+// List returns sagas oldest-in-state first. It blocks for one query; ctx cancels
+// it. An unknown state or a bad limit returns ErrInvalidConfig.
+func (c *Client) List(ctx context.Context, opts *ListOpts) ([]Info, error) {
+	var o ListOpts
+	if opts != nil {
+		o = *opts
+	}
+	if o.Limit == 0 {
+		o.Limit = 100
+	}
+	if o.Limit < 0 || o.Limit > 10000 || o.OlderThan < 0 {
+		return nil, fmt.Errorf("%w: list limit %d / age %v", ErrInvalidConfig, o.Limit, o.OlderThan)
+	}
+	var typ *string
+	if o.Type != "" {
+		typ = &o.Type
+	}
+	var states []string
+	for _, s := range o.States {
+		if !s.valid() {
+			return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidConfig, s)
+		}
+		states = append(states, string(s))
+	}
+	rows, err := c.pool.Query(ctx, c.q.list, typ, states, secs(o.OlderThan), o.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("saga: list: %w", err)
+	}
+	defer rows.Close()
+	var out []Info
+	for rows.Next() {
+		i, err := scanInfo(rows)
+		if err != nil {
+			return nil, fmt.Errorf("saga: list: %w", err)
+		}
+		out = append(out, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("saga: list: %w", err)
+	}
+	return out, nil
+}
+
+// Get returns one saga, or an error matching ErrNotFound.
+func (c *Client) Get(ctx context.Context, id string) (Info, error) {
+	i, err := scanInfo(c.pool.QueryRow(ctx, c.q.get, id))
+	if err == pgx.ErrNoRows {
+		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("saga: get %q: %w", id, err)
+	}
+	return i, nil
+}
+
+// RetryNow makes a running or compensating saga due now (skipping its backoff)
+// and wakes the runners. A saga a runner is driving right now is left to it. It
+// returns ErrNotFound or *StateError (ErrWrongState) for other sagas.
+func (c *Client) RetryNow(ctx context.Context, id string) error {
+	var got string
+	err := c.pool.QueryRow(ctx, c.q.retryNow, id, c.q.channel).Scan(&got)
+	if err == pgx.ErrNoRows {
+		i, gerr := c.Get(ctx, id)
+		if gerr != nil {
+			return gerr
+		}
+		return &StateError{ID: id, State: i.State, Want: "retry needs running or compensating"}
+	}
+	if err != nil {
+		return fmt.Errorf("saga: retry %q: %w", id, err)
+	}
+	return nil
+}
+
+// Resolution is how a human resolves a needs_human saga.
+type Resolution string
+
+// The resolutions.
+const (
+	// ResolveCompensated: the human finished undoing the saga by hand; it becomes
+	// compensated (terminal).
+	ResolveCompensated Resolution = "compensated"
+	// ResolveRetry: the cause is fixed; retry the failed compensation with a fresh
+	// budget of Config.CompensationAttempts.
+	ResolveRetry Resolution = "retry"
+	// ResolveSkip: the human undid the failed step by hand; continue compensating
+	// the steps before it.
+	ResolveSkip Resolution = "skip"
+)
+
+// Resolve takes a needs_human saga out of that state as how says, recording note
+// (required, at most 1000 bytes of UTF-8) in its error history, and wakes the
+// runners. It blocks for one transaction; ctx cancels it. Errors: ErrNotFound,
+// *StateError (not needs_human), ErrInvalidConfig (bad resolution or note).
+func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note string) error {
+	if note == "" || len(note) > 1000 || !utf8.ValidString(note) {
+		return fmt.Errorf("%w: resolve note must be 1 to 1000 bytes of UTF-8", ErrInvalidConfig)
+	}
+	return c.adminTx(ctx, id, func(tx pgx.Tx, r rowState) error {
+		if r.state != StateNeedsHuman {
+			return &StateError{ID: id, State: r.state, Want: "resolve needs needs_human"}
+		}
+		state, step := StateCompensating, r.step
+		switch how {
+		case ResolveCompensated:
+			state = StateCompensated
+		case ResolveRetry:
+			if step >= r.pivot || step < 0 {
+				state = StateRunning // stuck for a definition mismatch: drive it again
+			}
+		case ResolveSkip:
+			step--
+			if step < 0 {
+				state = StateCompensated
+			}
+		default:
+			return fmt.Errorf("%w: unknown resolution %q", ErrInvalidConfig, how)
+		}
+		_, err := tx.Exec(ctx, c.q.cancel, id, string(state), step, "resolved ("+string(how)+"): "+note)
+		return err
+	})
+}
+
+// Cancel stops a running saga that has not reached its pivot and compensates what
+// it did: the step in flight (if any attempt was made) and every step before it,
+// newest first. A runner driving it is fenced off (claim_version). It returns
+// ErrPastPivot when the saga has reached its pivot — after that only forward is
+// possible — *StateError when it is terminal, needs a human or already
+// compensates, and ErrNotFound. reason (at most 1000 bytes of UTF-8) is recorded.
+func (c *Client) Cancel(ctx context.Context, id string, reason string) error {
+	if len(reason) > 1000 || !utf8.ValidString(reason) {
+		return fmt.Errorf("%w: cancel reason must be at most 1000 bytes of UTF-8", ErrInvalidConfig)
+	}
+	return c.adminTx(ctx, id, func(tx pgx.Tx, r rowState) error {
+		if r.state != StateRunning {
+			return &StateError{ID: id, State: r.state, Want: "cancel needs running"}
+		}
+		// Entering the pivot is the runner's committed write of step = pivot; a
+		// saga never claimed has not entered anything.
+		notStarted := r.version == 0
+		if r.step >= r.pivot && !notStarted {
+			return fmt.Errorf("%w: saga %q is at step %d, pivot is %d", ErrPastPivot, id, r.step, r.pivot)
+		}
+		from := r.step
+		if r.attempts == 0 && !r.claimed { // the current step was never tried
+			from--
+		}
+		if from >= r.pivot {
+			from = r.pivot - 1
+		}
+		state := StateCompensating
+		if from < 0 {
+			state = StateCompensated
+		}
+		_, err := tx.Exec(ctx, c.q.cancel, id, string(state), from, "cancelled: "+reason)
+		return err
+	})
+}
+
+type rowState struct {
+	state                 State
+	step, pivot, attempts int
+	claimed               bool
+	version               int64
+}
+
+func (c *Client) adminTx(ctx context.Context, id string, fn func(pgx.Tx, rowState) error) error {
+	tx, err := c.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("saga: admin %q: %w", id, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var r rowState
+	var state string
+	err = tx.QueryRow(ctx, c.q.lockRow, id).Scan(&state, &r.step, &r.pivot, &r.attempts, &r.claimed, &r.version)
+	if err == pgx.ErrNoRows {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("saga: admin %q: %w", id, err)
+	}
+	r.state = State(state)
+	if err := fn(tx, r); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", c.q.channel, id); err != nil {
+		return fmt.Errorf("saga: admin %q: %w", id, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("saga: admin %q: %w", id, err)
+	}
+	return nil
+}

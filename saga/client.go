@@ -1,0 +1,144 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Client is the saga runtime on one Postgres database: it starts sagas, runs them
+// ([Client.Run]), and administers them. Safe for concurrent use. Any number of
+// processes may create Clients on the same table; they share the work.
+type Client struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	q       queries
+	tracer  trace.Tracer
+	metrics *metrics
+
+	mu   sync.RWMutex
+	defs map[string]*erasedDef
+
+	stats struct {
+		claims, steps, compensations, retries, fenced, pages atomic.Int64
+	}
+	// hook, when set by tests, is called at every step boundary.
+	hook func(p hookPoint, sagaID string, step int)
+}
+
+type hookPoint string
+
+const (
+	hookBeforeAction     hookPoint = "before_action"
+	hookAfterAction      hookPoint = "after_action"
+	hookAfterCommit      hookPoint = "after_commit"
+	hookBeforeCompensate hookPoint = "before_compensate"
+	hookAfterCompensate  hookPoint = "after_compensate"
+	hookAfterCompCommit  hookPoint = "after_compensate_commit"
+)
+
+// NewClient validates cfg and returns a Client on pool. It does not block and does
+// not touch the database (call Migrate first). It registers the
+// saga.state_age_seconds callback with cfg.MeterProvider; Close unregisters it.
+func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrInvalidConfig)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	c := &Client{
+		pool:   pool,
+		cfg:    cfg,
+		q:      newQueries(cfg.Table),
+		tracer: tp.Tracer(coord.InstrumentationName + "/saga"),
+		defs:   map[string]*erasedDef{},
+	}
+	m, err := newMetrics(c)
+	if err != nil {
+		return nil, err
+	}
+	c.metrics = m
+	return c, nil
+}
+
+// Close unregisters the client's metric callback. It does not stop a running
+// [Client.Run] (cancel its context) and does not close the pool.
+func (c *Client) Close() error { return c.metrics.close() }
+
+// Migrate creates the client's saga table (not the barrier table) if missing. See
+// the package-level [Migrate].
+func (c *Client) Migrate(ctx context.Context) error {
+	return Migrate(ctx, c.pool, &MigrateOpts{Table: c.cfg.Table, BarrierTable: "-"})
+}
+
+// Register makes definitions runnable by this client's runners: [Client.Run]
+// claims only sagas of registered types. Registering the same name twice is an
+// error matching ErrInvalidDefinition, unless it is the same *Definition.
+func (c *Client) Register(defs ...AnyDefinition) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range defs {
+		if d == nil {
+			return fmt.Errorf("%w: nil definition", ErrInvalidDefinition)
+		}
+		if _, ok := c.defs[d.Name()]; ok {
+			return fmt.Errorf("%w: saga type %q registered twice", ErrInvalidDefinition, d.Name())
+		}
+		c.defs[d.Name()] = d.erase()
+	}
+	return nil
+}
+
+func (c *Client) def(name string) *erasedDef {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.defs[name]
+}
+
+func (c *Client) types() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]string, 0, len(c.defs))
+	for k := range c.defs {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Stats are counters of one Client since it was created.
+type Stats struct {
+	Claims        int64 // sagas claimed
+	Steps         int64 // forward steps committed
+	Compensations int64 // compensations committed
+	Retries       int64 // failed attempts scheduled for retry
+	FencedWrites  int64 // state writes rejected by the claim_version fence
+	Pages         int64 // pages sent (OnPage)
+}
+
+// Stats returns the client's counters. It does not block.
+func (c *Client) Stats() Stats {
+	return Stats{
+		Claims:        c.stats.claims.Load(),
+		Steps:         c.stats.steps.Load(),
+		Compensations: c.stats.compensations.Load(),
+		Retries:       c.stats.retries.Load(),
+		FencedWrites:  c.stats.fenced.Load(),
+		Pages:         c.stats.pages.Load(),
+	}
+}
+
+func isFenced(err error) bool { return errors.Is(err, ErrClaimLost) }

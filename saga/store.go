@@ -1,0 +1,205 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// State is a saga's state.
+type State string
+
+// The states of a saga. Completed and compensated are terminal; needs_human waits
+// for [Client.Resolve].
+const (
+	StateRunning      State = "running"
+	StateCompensating State = "compensating"
+	StateCompleted    State = "completed"
+	StateCompensated  State = "compensated"
+	StateNeedsHuman   State = "needs_human"
+)
+
+// Terminal reports whether s is completed or compensated.
+func (s State) Terminal() bool { return s == StateCompleted || s == StateCompensated }
+
+func (s State) valid() bool {
+	switch s {
+	case StateRunning, StateCompensating, StateCompleted, StateCompensated, StateNeedsHuman:
+		return true
+	}
+	return false
+}
+
+// queries holds the SQL of one table, rendered once with the quoted name.
+type queries struct {
+	channel, listen              string
+	insert, claim, transition    string
+	existing, release            string
+	list, get, lockRow, age      string
+	retryNow, cancel, resolveSQL string
+}
+
+const infoCols = `id, saga_type, state, step, pivot_step, step_count, attempts, next_attempt_at,
+	coalesce(last_error, ''), coalesce(failure, ''), data, outputs, created_at, updated_at, state_since, pivot_at, claim_owner, claim_version`
+
+func newQueries(table string) queries {
+	t := ident(table)
+	r := func(s string) string { return strings.ReplaceAll(s, "$T", t) }
+	q := queries{channel: table + "_due"}
+	q.listen = "LISTEN " + ident(q.channel)
+	q.insert = r(`WITH ins AS (
+		INSERT INTO $T (id, saga_type, state, step, pivot_step, step_count, data, next_attempt_at)
+		VALUES ($1, $2, 'running', 0, $3, $4, $5, now() + make_interval(secs => $6))
+		ON CONFLICT (id) DO NOTHING RETURNING id)
+	SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, ins.id)) n`)
+	q.existing = r(`SELECT saga_type FROM $T WHERE id = $1`)
+	q.claim = r(`WITH due AS (
+		SELECT id FROM $T
+		WHERE state IN ('running', 'compensating') AND saga_type = ANY($1)
+		  AND next_attempt_at <= now() AND (claim_until IS NULL OR claim_until < now())
+		ORDER BY next_attempt_at LIMIT $2
+		FOR UPDATE SKIP LOCKED)
+	UPDATE $T s SET claim_owner = $3, claim_until = now() + make_interval(secs => $4),
+		claim_version = s.claim_version + 1
+	FROM due WHERE s.id = due.id
+	RETURNING s.id, s.saga_type, s.state, s.step, s.attempts, s.data, s.outputs, s.claim_version`)
+	// transition is the one fenced state write: every change a runner makes goes
+	// through it, and it matches no row unless the runner still holds the claim.
+	q.transition = r(`UPDATE $T SET
+		state = $3, step = $4,
+		data = coalesce($5::jsonb, data),
+		outputs = CASE WHEN $6::text IS NULL THEN outputs ELSE outputs || jsonb_build_object($6::text, $7::jsonb) END,
+		attempts = $8,
+		next_attempt_at = now() + make_interval(secs => $9),
+		last_error = coalesce($10::text, last_error),
+		errors = CASE WHEN $10::text IS NULL THEN errors ELSE
+			(CASE WHEN jsonb_array_length(errors) >= 20 THEN errors - 0 ELSE errors END)
+			|| jsonb_build_array(jsonb_build_object('at', now(), 'step', $11::text, 'error', $10::text)) END,
+		failure = coalesce($12::text, failure),
+		pivot_at = CASE WHEN $13::bool THEN now() ELSE pivot_at END,
+		paged_at = CASE WHEN $14::bool OR ($15::float8 IS NOT NULL AND paged_at IS NULL AND pivot_at IS NOT NULL
+			AND pivot_at < now() - make_interval(secs => $15::float8)) THEN now() ELSE paged_at END,
+		state_since = CASE WHEN state = $3 THEN state_since ELSE now() END,
+		finished_at = CASE WHEN $3 IN ('completed', 'compensated') THEN now() ELSE NULL END,
+		claim_owner = CASE WHEN $16::bool THEN NULL ELSE claim_owner END,
+		claim_until = CASE WHEN $16::bool THEN NULL ELSE now() + make_interval(secs => $17) END,
+		updated_at = now()
+	WHERE id = $1 AND claim_version = $2
+	RETURNING paged_at IS NOT NULL AND paged_at = now()`)
+	q.release = r(`UPDATE $T SET claim_owner = NULL, claim_until = NULL WHERE id = $1 AND claim_version = $2`)
+	q.list = r(`SELECT ` + infoCols + ` FROM $T
+		WHERE ($1::text IS NULL OR saga_type = $1) AND ($2::text[] IS NULL OR state = ANY($2))
+		  AND state_since <= now() - make_interval(secs => $3)
+		ORDER BY state_since, id LIMIT $4`)
+	q.get = r(`SELECT ` + infoCols + ` FROM $T WHERE id = $1`)
+	q.lockRow = r(`SELECT state, step, pivot_step, attempts, claim_owner IS NOT NULL, claim_version FROM $T WHERE id = $1 FOR UPDATE`)
+	q.age = r(`SELECT saga_type, state, extract(epoch FROM now() - min(state_since))::float8
+		FROM $T WHERE state IN ('running', 'compensating', 'needs_human') GROUP BY saga_type, state`)
+	q.retryNow = r(`WITH u AS (UPDATE $T SET next_attempt_at = now(), updated_at = now()
+		WHERE id = $1 AND state IN ('running', 'compensating') RETURNING id)
+	SELECT u.id FROM u CROSS JOIN LATERAL (SELECT pg_notify($2, u.id)) n`)
+	q.cancel = r(`UPDATE $T SET state = $2, step = $3, attempts = 0, next_attempt_at = now(),
+		failure = $4, last_error = $4,
+		errors = (CASE WHEN jsonb_array_length(errors) >= 20 THEN errors - 0 ELSE errors END)
+			|| jsonb_build_array(jsonb_build_object('at', now(), 'step', '', 'error', $4::text)),
+		claim_owner = NULL, claim_until = NULL, claim_version = claim_version + 1,
+		state_since = now(), updated_at = now(), paged_at = NULL,
+		finished_at = CASE WHEN $2 IN ('completed', 'compensated') THEN now() ELSE NULL END
+	WHERE id = $1`)
+	return q
+}
+
+// claimed is a saga a runner holds.
+type claimed struct {
+	id, typ  string
+	state    State
+	step     int
+	attempts int
+	data     []byte
+	outputs  map[string]json.RawMessage
+	version  int64
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+func (c *Client) claim(ctx context.Context, types []string, n int) ([]*claimed, error) {
+	rows, err := c.pool.Query(ctx, c.q.claim, types, n, c.cfg.Owner, secs(c.cfg.ClaimTTL))
+	if err != nil {
+		return nil, fmt.Errorf("saga: claim: %w", err)
+	}
+	var out []*claimed
+	for rows.Next() {
+		s := &claimed{}
+		var state string
+		if err := rows.Scan(&s.id, &s.typ, &state, &s.step, &s.attempts, &s.data, &s.outputs, &s.version); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("saga: claim: %w", err)
+		}
+		s.state = State(state)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("saga: claim: %w", err)
+	}
+	return out, nil
+}
+
+// transition is one fenced state change.
+type transition struct {
+	state      State
+	step       int
+	data       []byte // nil keeps
+	outKey     *string
+	outValue   []byte
+	attempts   int
+	delay      time.Duration
+	err        error  // recorded in last_error/errors when non-nil
+	errStep    string // step the error belongs to
+	failure    *string
+	pivot      bool           // the pivot just committed
+	page       bool           // paging now (compensation failed)
+	stuckAfter *time.Duration // page if past the pivot for longer
+	release    bool           // drop the claim
+}
+
+// write applies t if s's claim still holds. It returns ErrClaimLost when another
+// runner claimed the saga since, and whether the write newly paged.
+func (c *Client) write(ctx context.Context, s *claimed, t transition) (paged bool, err error) {
+	var errText *string
+	if t.err != nil {
+		e := truncateUTF8(t.err.Error(), 4000)
+		errText = &e
+	}
+	var stuck *float64
+	if t.stuckAfter != nil {
+		v := secs(*t.stuckAfter)
+		stuck = &v
+	}
+	err = c.pool.QueryRow(ctx, c.q.transition, s.id, s.version,
+		string(t.state), t.step, t.data, t.outKey, t.outValue, t.attempts, secs(t.delay),
+		errText, t.errStep, t.failure, t.pivot, t.page, stuck, t.release, secs(c.cfg.ClaimTTL),
+	).Scan(&paged)
+	if err == pgx.ErrNoRows {
+		c.stats.fenced.Add(1)
+		return false, fmt.Errorf("%w: saga %s claim_version %d", ErrClaimLost, s.id, s.version)
+	}
+	if err != nil {
+		return false, fmt.Errorf("saga: write state of %s: %w", s.id, err)
+	}
+	return paged, nil
+}
+
+func truncateUTF8(s string, n int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && (s[n]&0xC0) == 0x80 {
+		n--
+	}
+	return s[:n]
+}
