@@ -19,7 +19,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -197,9 +196,114 @@ func leaseMedian(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-var _ = coord.Token{}
-var _ = bufio.NewReader
-var _ = exec.Command
-var _ = os.Getenv
-var _ = strings.TrimSpace
-var _ = syscall.SIGSTOP
+// leaseChildEnv carries "endpoint|variant|name|ttlSeconds" to the holder child.
+const leaseChildEnv = "COORDKIT_BENCH_LEASE_HOLDER"
+
+// TestLeaseFailoverChild is not a test: it is the holder process of
+// BenchmarkLeaseFailover (the bench binary re-executed with leaseChildEnv set).
+// It takes the lease, prints HELD and waits to be frozen and killed.
+func TestLeaseFailoverChild(t *testing.T) {
+	spec := os.Getenv(leaseChildEnv)
+	if spec == "" {
+		t.Skip("helper process for BenchmarkLeaseFailover")
+	}
+	parts := strings.Split(spec, "|")
+	endpoint, variant, name := parts[0], parts[1], parts[2]
+	var ttl int
+	fmt.Sscan(parts[3], &ttl)
+	cli := coordtest.NewEtcdClient(t, endpoint)
+	ctx := context.Background()
+	switch variant {
+	case "coordkit":
+		s := leaseSession(t, cli, "bench", time.Duration(ttl)*time.Second)
+		if _, err := correctnesslease.Acquire(ctx, s, name); err != nil {
+			t.Fatal(err)
+		}
+	case "etcd":
+		s := leaseEtcdSession(t, cli, ttl)
+		if err := concurrency.NewElection(s, "/tenants/bench/elections/"+name).Campaign(ctx, "holder"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmt.Println("HELD")
+	select {}
+}
+
+// BenchmarkLeaseFailover: a holder runs in a child process; a standby in this
+// process waits for the same name; the child is SIGSTOPped and we time until the
+// standby holds the lease. One trial per variant per iteration (TTL 5 s), so run
+// it with -benchtime 20x for the median of 20.
+func BenchmarkLeaseFailover(b *testing.B) {
+	const ttl = 5
+	e := coordtest.Etcd(b)
+	cli := e.Client(b)
+	ours := leaseSession(b, cli, "bench", ttl*time.Second)
+	theirs := leaseEtcdSession(b, cli, ttl)
+	trial := func(variant string, n int) time.Duration {
+		name := fmt.Sprintf("failover-%s-%d", variant, n)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLeaseFailoverChild$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%s|%d", leaseChildEnv, e.Endpoints[0], variant, name, ttl))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != "HELD" {
+			b.Fatalf("child: %q %v", line, err)
+		}
+		got := make(chan time.Time, 1)
+		go func() {
+			var err error
+			if variant == "coordkit" {
+				var l *correctnesslease.Lease
+				if l, err = correctnesslease.Acquire(context.Background(), ours, name); err == nil {
+					got <- time.Now()
+					_ = l.Release(context.Background())
+					return
+				}
+			} else {
+				el := concurrency.NewElection(theirs, "/tenants/bench/elections/"+name)
+				if err = el.Campaign(context.Background(), "standby"); err == nil {
+					got <- time.Now()
+					_ = el.Resign(context.Background())
+					return
+				}
+			}
+			b.Error(err)
+			got <- time.Time{}
+		}()
+		// The standby is queued before the holder freezes.
+		for {
+			r, err := cli.Get(context.Background(), "/tenants/bench/elections/"+name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.Count >= 2 {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+			b.Fatal(err)
+		}
+		frozen := time.Now()
+		return (<-got).Sub(frozen)
+	}
+	var ourT, theirT []time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		ourT = append(ourT, trial("coordkit", n))
+		theirT = append(theirT, trial("etcd", n))
+	}
+	b.ReportMetric(leaseMs(leaseP50(ourT))/1000, "coordkit-failover-p50-s")
+	b.ReportMetric(leaseMs(leaseP50(theirT))/1000, "etcd-failover-p50-s")
+	b.ReportMetric(float64(leaseP50(ourT))/float64(leaseP50(theirT)), "coordkit/etcd")
+	b.ReportMetric(float64(len(ourT)), "trials")
+	b.Logf("failover after SIGSTOP, TTL %ds: coordkit %v, etcd concurrency.Election %v", ttl, ourT, theirT)
+}
