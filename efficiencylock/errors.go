@@ -23,8 +23,8 @@ var (
 	ErrLockLost = errors.New("efficiencylock: lock lost")
 
 	// ErrNotHeld: Release found that the key is not (or no longer) this guard's,
-	// or the guard was already released; nothing was deleted. Returned as
-	// *NotHeldError.
+	// or the guard was already released; nothing was deleted. Refresh and TTL
+	// return it after Release. Returned as *NotHeldError.
 	ErrNotHeld = errors.New("efficiencylock: lock not held")
 
 	// ErrReleased is the cause of Lock.Context after a Release by the holder.
@@ -104,15 +104,16 @@ func (e *LostError) Is(target error) bool { return target == ErrLockLost }
 // Unwrap returns the underlying cause.
 func (e *LostError) Unwrap() error { return e.Err }
 
-// NotHeldError reports a Release of a lock that is not this guard's. It matches
-// ErrNotHeld.
+// NotHeldError reports a Release of a lock that is not this guard's, or a Refresh
+// or TTL after Release. It matches ErrNotHeld.
 type NotHeldError struct {
+	Op     string // "release", "refresh" or "ttl"
 	Name   string // lock name
-	Detail string // "key absent or held by another acquisition", "already released"
+	Detail string // "key absent or held by another acquisition", "already released", "released by its holder"
 }
 
 func (e *NotHeldError) Error() string {
-	return "efficiencylock: release " + strconv.Quote(e.Name) + ": not held: " + e.Detail
+	return "efficiencylock: " + e.Op + " " + strconv.Quote(e.Name) + ": not held: " + e.Detail
 }
 
 // Is makes errors.Is(err, ErrNotHeld) true.

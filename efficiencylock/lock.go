@@ -144,12 +144,12 @@ func (k *Lock) reportLoss(lost *LostError) {
 // endedLocked returns the error for an operation on a guard that no longer holds
 // its lock, or nil, and the loss to report when the guard is lost just now (its
 // validity estimate ran out).
-func (k *Lock) endedLocked() (*LostError, error) {
+func (k *Lock) endedLocked(op string) (*LostError, error) {
 	switch {
 	case k.lost != nil:
 		return nil, k.lost
 	case k.stopped:
-		return nil, &NotHeldError{Name: k.name, Detail: "released by its holder"}
+		return nil, &NotHeldError{Op: op, Name: k.name, Detail: "released by its holder"}
 	case !time.Now().Before(k.validUntil):
 		lost := k.loseLocked(LossExpired, nil)
 		return lost, lost
@@ -180,7 +180,7 @@ func (k *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 	}
 	sent := time.Now()
 	k.mu.Lock()
-	if lost, err := k.endedLocked(); err != nil {
+	if lost, err := k.endedLocked("refresh"); err != nil {
 		k.mu.Unlock()
 		k.refreshFailed(lost)
 		return err
@@ -202,7 +202,7 @@ func (k *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case k.lost != nil || k.stopped:
 		// Lost or released while the command was in flight: the answer changes nothing.
-		_, e := k.endedLocked()
+		_, e := k.endedLocked("refresh")
 		k.mu.Unlock()
 		return e
 	case err == nil && n == 1:
@@ -276,7 +276,7 @@ func (k *Lock) autoRefresh(ctx context.Context) {
 // PERSIST on it) reports -1.
 func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	k.mu.Lock()
-	if lost, err := k.endedLocked(); err != nil {
+	if lost, err := k.endedLocked("ttl"); err != nil {
 		k.mu.Unlock()
 		k.reportLoss(lost)
 		return 0, err
@@ -289,7 +289,7 @@ func (k *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if n == -3 {
 		k.mu.Lock()
 		lost := k.loseLocked(LossGone, nil)
-		_, e := k.endedLocked()
+		_, e := k.endedLocked("ttl")
 		k.mu.Unlock()
 		k.reportLoss(lost)
 		return 0, e
@@ -313,7 +313,7 @@ func (k *Lock) Release(ctx context.Context) error {
 	k.mu.Lock()
 	if k.released {
 		k.mu.Unlock()
-		return &NotHeldError{Name: k.name, Detail: "already released"}
+		return &NotHeldError{Op: "release", Name: k.name, Detail: "already released"}
 	}
 	if !k.stopped {
 		k.stopped = true
@@ -349,7 +349,7 @@ func (k *Lock) Release(ctx context.Context) error {
 		return nil
 	}
 	if already {
-		return &NotHeldError{Name: k.name, Detail: "already released"}
+		return &NotHeldError{Op: "release", Name: k.name, Detail: "already released"}
 	}
-	return &NotHeldError{Name: k.name, Detail: "key absent or held by another acquisition"}
+	return &NotHeldError{Op: "release", Name: k.name, Detail: "key absent or held by another acquisition"}
 }

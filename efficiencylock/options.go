@@ -20,8 +20,9 @@ type Options struct {
 	// AutoRefresh, when true, makes every acquired Lock refresh itself every ttl/3
 	// (with the ttl it was acquired with) until Release or loss; Lock.Context is
 	// cancelled the moment a refresh fails or finds the lock gone. LockOpts can
-	// override it per acquisition. Default: false (the holder refreshes, or the
-	// work fits in the ttl).
+	// override it per acquisition. Each auto-refreshed Lock runs one goroutine
+	// until Release or loss: always Release it. Default: false (the holder
+	// refreshes, or the work fits in the ttl).
 	AutoRefresh bool
 
 	// Retry is the strategy Acquire uses when it is given a nil RetryStrategy.
@@ -44,7 +45,7 @@ type LockOpts struct {
 	AutoRefresh *bool
 }
 
-// validate checks the options and returns a copy with defaults filled in.
+// withDefaults validates the options and returns a copy with defaults filled in.
 func (o *Options) withDefaults() (Options, error) {
 	var c Options
 	if o != nil {
