@@ -1,0 +1,73 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by the package. Every validation failure is an *EventError that
+// matches ErrInvalidEvent and, with errors.Is, the specific sentinel below.
+var (
+	// ErrInvalidEvent: an event failed write-time validation; nothing was written.
+	ErrInvalidEvent = errors.New("outbox: invalid event")
+	// ErrEmptyField: Topic, Key or Type is empty.
+	ErrEmptyField = errors.New("outbox: empty field")
+	// ErrFieldTooLong: Topic, Key, Type or a header is longer than allowed.
+	ErrFieldTooLong = errors.New("outbox: field too long")
+	// ErrInvalidUTF8: the payload, a field or a header is not valid UTF-8 or contains NUL.
+	ErrInvalidUTF8 = errors.New("outbox: invalid UTF-8")
+	// ErrInvalidJSON: a payload declared JSON is not JSON that PostgreSQL's jsonb accepts.
+	ErrInvalidJSON = errors.New("outbox: invalid JSON")
+	// ErrPayloadTooLarge: the payload exceeds Config.MaxPayloadBytes.
+	ErrPayloadTooLarge = errors.New("outbox: payload too large")
+	// ErrInvalidID: an event id is not a canonical UUID.
+	ErrInvalidID = errors.New("outbox: invalid event id")
+
+	// ErrInvalidConfig: a Config or table name failed validation.
+	ErrInvalidConfig = errors.New("outbox: invalid config")
+	// ErrNotParked: Requeue or Discard named an event that is not in the dead-letter table.
+	ErrNotParked = errors.New("outbox: event not parked")
+	// ErrSkipped is what a Publisher reports for a message it did not attempt because
+	// an earlier message of the same key failed in the same batch. The relay does not
+	// count it as an attempt.
+	ErrSkipped = errors.New("outbox: skipped after an earlier failure of the same key")
+)
+
+// EventError reports why an event was rejected at enqueue. It matches
+// ErrInvalidEvent and unwraps to the specific sentinel (ErrInvalidUTF8, ...).
+type EventError struct {
+	Index  int    // position in a batch; 0 for a single event
+	Field  string // "topic", "key", "type", "payload", "headers", "id"
+	Err    error  // the specific sentinel
+	Reason string // human detail
+}
+
+func (e *EventError) Error() string {
+	return fmt.Sprintf("outbox: invalid event #%d: %s: %v: %s", e.Index, e.Field, e.Err, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidEvent) true.
+func (e *EventError) Is(target error) bool { return target == ErrInvalidEvent }
+
+// Unwrap returns the specific sentinel.
+func (e *EventError) Unwrap() error { return e.Err }
+
+// ConfigError reports an invalid configuration value. It matches ErrInvalidConfig.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("outbox: invalid config %s: %s", e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

@@ -1,0 +1,119 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// InboxConfig configures an Inbox. Every field states its default.
+type InboxConfig struct {
+	// Table is the inbox table, optionally schema-qualified; same rules as
+	// Config.Table. Default "coord_inbox".
+	Table string
+	// Retention is how long processed event ids are remembered. It must exceed the
+	// producer's redelivery horizon: the longest time after which an event can be
+	// delivered again (relay retries until parking, a requeue after an operator's
+	// fix, broker retention and consumer replays). Default 7 days.
+	Retention time.Duration
+	// PruneBatch bounds the rows one prune statement deletes. Default 5000.
+	PruneBatch int
+	// MeterProvider provides the duplicates counter. Default otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+}
+
+// Inbox dedupes deliveries on the consumer side: the event id is recorded in the
+// same transaction as the consumer's effect.
+type Inbox struct {
+	cfg   InboxConfig
+	table string
+	idx   string
+	m     *metrics
+}
+
+var consumerName = regexp.MustCompile(`^[\x21-\x7e]{1,200}$`)
+
+// NewInbox validates cfg and returns an Inbox. It does not touch the database.
+func NewInbox(cfg InboxConfig) (*Inbox, error) {
+	if cfg.Table == "" {
+		cfg.Table = "coord_inbox"
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if cfg.PruneBatch == 0 {
+		cfg.PruneBatch = 5000
+	}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	t, err := tableIdent("Table", cfg.Table)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Retention < 0 || cfg.PruneBatch < 1 {
+		return nil, &ConfigError{Field: "Retention/PruneBatch", Reason: "must be positive"}
+	}
+	m, err := newMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: inbox metrics: %w", err)
+	}
+	return &Inbox{cfg: cfg, table: t.Sanitize(), idx: pgx.Identifier{t[len(t)-1] + "_processed"}.Sanitize(), m: m}, nil
+}
+
+// Migrate creates the inbox table if it does not exist. Idempotent.
+func (in *Inbox) Migrate(ctx context.Context, db Execer) error {
+	return runMigration(ctx, db, "migrations/001_inbox.sql", strings.NewReplacer("{{table}}", in.table, "{{idx_processed}}", in.idx))
+}
+
+// ProcessTx runs fn in tx unless consumer already processed eventID: it records
+// (consumer, eventID) in tx first, so the record and fn's effects commit or roll
+// back together. It returns (true, nil) when fn ran and succeeded, (false, nil)
+// for a duplicate (fn not called; counted in outbox.inbox.duplicates), or fn's
+// error / the database error (the caller must roll back tx). A concurrent
+// delivery of the same event blocks on the first one's row until that
+// transaction ends, then sees a duplicate (or proceeds, if it rolled back).
+func (in *Inbox) ProcessTx(ctx context.Context, tx pgx.Tx, consumer, eventID string, fn func(ctx context.Context, tx pgx.Tx) error) (bool, error) {
+	if !consumerName.MatchString(consumer) {
+		return false, &ConfigError{Field: "consumer", Reason: fmt.Sprintf("%q: 1-200 printable ASCII bytes", truncate(consumer))}
+	}
+	if eventID == "" || len(eventID) > 200 {
+		return false, &EventError{Field: "id", Err: ErrInvalidID, Reason: "empty or longer than 200 bytes"}
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO `+in.table+` (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, consumer, eventID)
+	if err != nil {
+		return false, fmt.Errorf("outbox: inbox: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		in.m.dups.Add(ctx, 1)
+		return false, nil
+	}
+	if err := fn(ctx, tx); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Prune forgets processed ids older than Retention, in bounded statements; it
+// returns how many it deleted.
+func (in *Inbox) Prune(ctx context.Context, db Execer) (int64, error) {
+	var total int64
+	for {
+		tag, err := db.Exec(ctx, `DELETE FROM `+in.table+` WHERE ctid IN (SELECT ctid FROM `+in.table+
+			` WHERE processed_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT $2)`,
+			in.cfg.Retention.Milliseconds(), in.cfg.PruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("outbox: inbox prune: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(in.cfg.PruneBatch) {
+			return total, nil
+		}
+	}
+}

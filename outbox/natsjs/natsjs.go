@@ -1,0 +1,114 @@
+// Package natsjs publishes outbox events to NATS JetStream.
+//
+// The event id is sent as Nats-Msg-Id, so JetStream's duplicate window drops a
+// re-publication of the same event server-side (the ack then says Duplicate);
+// it is also sent as the outbox.HeaderEventID header, with the event type and
+// the event's own headers (trace context included). Messages of one key are
+// published one after another, each waiting for its ack, so a failure never lets
+// a later message of the key through; different keys are published concurrently.
+package natsjs
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options configures a Publisher; nil means all defaults.
+type Options struct {
+	// Subject maps an event to a subject. Default: the event's Topic
+	// (aggregatetype).
+	Subject func(m outbox.Message) string
+	// Concurrency is how many keys are published in parallel. Default 32.
+	Concurrency int
+}
+
+// Publisher is an outbox.Publisher over JetStream. Safe for concurrent use.
+type Publisher struct {
+	js          jetstream.JetStream
+	subject     func(m outbox.Message) string
+	concurrency int
+	dups        atomic.Int64
+}
+
+// New returns a Publisher using js; the caller owns the connection and the
+// stream (which must capture the subjects).
+func New(js jetstream.JetStream, opts *Options) *Publisher {
+	p := &Publisher{js: js, subject: func(m outbox.Message) string { return m.Topic }, concurrency: 32}
+	if opts != nil {
+		if opts.Subject != nil {
+			p.subject = opts.Subject
+		}
+		if opts.Concurrency > 0 {
+			p.concurrency = opts.Concurrency
+		}
+	}
+	return p
+}
+
+// Duplicates returns how many publications JetStream acknowledged as duplicates
+// (same Nats-Msg-Id inside the stream's duplicate window): evidence of
+// at-least-once re-publication, absorbed by the server.
+func (p *Publisher) Duplicates() int64 { return p.dups.Load() }
+
+// Msg builds the NATS message for m.
+func (p *Publisher) Msg(m outbox.Message) *nats.Msg {
+	h := make(nats.Header, len(m.Headers)+3)
+	for k, v := range m.Headers {
+		h.Set(k, v)
+	}
+	h.Set(outbox.HeaderEventID, m.ID.String())
+	h.Set(outbox.HeaderEventType, m.Type)
+	h.Set(jetstream.MsgIDHeader, m.ID.String())
+	return &nats.Msg{Subject: p.subject(m), Data: m.Payload, Header: h}
+}
+
+// Publish publishes msgs, per key in order and waiting for each ack, keys in
+// parallel. It returns nil when all were acknowledged, else one error per message
+// (outbox.ErrSkipped after a failure of the same key). It blocks until done or
+// ctx is done.
+func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
+	byKey := map[string][]int{}
+	var order []string
+	for i, m := range msgs {
+		if _, ok := byKey[m.Key]; !ok {
+			order = append(order, m.Key)
+		}
+		byKey[m.Key] = append(byKey[m.Key], i)
+	}
+	errs := make([]error, len(msgs))
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, p.concurrency)
+	for _, k := range order {
+		idx := byKey[k]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			for n, i := range idx {
+				ack, err := p.js.PublishMsg(ctx, p.Msg(msgs[i]))
+				if err != nil {
+					failed.Store(true)
+					errs[i] = err
+					for _, j := range idx[n+1:] {
+						errs[j] = outbox.ErrSkipped
+					}
+					return
+				}
+				if ack.Duplicate {
+					p.dups.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if !failed.Load() {
+		return nil
+	}
+	return errs
+}

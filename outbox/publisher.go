@@ -1,0 +1,45 @@
+package outbox
+
+import "context"
+
+// Publisher sends messages to a broker. The relay calls Publish with a batch in
+// outbox order (messages of one key in seq order) and marks as published exactly
+// the messages whose error is nil.
+//
+// Contract: Publish returns nil (all published) or a slice of len(msgs) errors.
+// A message whose error is nil must be durably accepted by the broker. Within one
+// key, once a message fails, no later message of that key may be published in the
+// same call (report ErrSkipped for them): that is what keeps per-key order. It
+// must return when ctx is done. It may be called concurrently by several relays.
+type Publisher interface {
+	Publish(ctx context.Context, msgs []Message) []error
+}
+
+// PublisherFunc adapts a one-message function to Publisher: messages are sent one
+// at a time in order; after a failure, the rest of that key's messages report
+// ErrSkipped while other keys continue.
+type PublisherFunc func(ctx context.Context, m Message) error
+
+// Publish implements Publisher.
+func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) []error {
+	var errs []error
+	var failed map[string]bool
+	for i, m := range msgs {
+		var err error
+		if failed[m.Key] {
+			err = ErrSkipped
+		} else if err = ctx.Err(); err == nil {
+			err = f(ctx, m)
+		}
+		if err == nil {
+			continue
+		}
+		if errs == nil {
+			errs = make([]error, len(msgs))
+			failed = map[string]bool{}
+		}
+		errs[i] = err
+		failed[m.Key] = true
+	}
+	return errs
+}

@@ -1,0 +1,299 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Relay publishes the outbox. Several relays (in one or many processes) may run
+// against one table: each key is driven by at most one relay at a time, so a
+// later event of a key is never published before an earlier one, while different
+// keys flow in parallel. Publication is at-least-once.
+type Relay struct {
+	o     *Outbox
+	db    *pgxpool.Pool
+	pub   Publisher
+	cfg   Config
+	stats relayStats
+}
+
+type relayStats struct {
+	batches, published, failures, parked, dbErrors, wakeups atomic.Int64
+}
+
+// RelayStats counts what a relay did since it was created.
+type RelayStats struct {
+	Batches   int64 // transactions that claimed at least one event
+	Published int64 // events published and marked (or deleted)
+	Failures  int64 // failed publish attempts (retried or parked)
+	Parked    int64 // events moved to the dead-letter table
+	DBErrors  int64 // batches aborted by a database error (retried with backoff)
+	Wakeups   int64 // NOTIFY wakeups received
+}
+
+// NewRelay returns a relay that publishes o's table through pub, using db for
+// claims, marks and LISTEN (one pooled connection is held while Run runs).
+func (o *Outbox) NewRelay(db *pgxpool.Pool, pub Publisher) (*Relay, error) {
+	if db == nil || pub == nil {
+		return nil, &ConfigError{Field: "NewRelay", Reason: "db and publisher are required"}
+	}
+	return &Relay{o: o, db: db, pub: pub, cfg: o.cfg}, nil
+}
+
+// Stats returns the relay's counters.
+func (r *Relay) Stats() RelayStats {
+	return RelayStats{
+		Batches: r.stats.batches.Load(), Published: r.stats.published.Load(), Failures: r.stats.failures.Load(),
+		Parked: r.stats.parked.Load(), DBErrors: r.stats.dbErrors.Load(), Wakeups: r.stats.wakeups.Load(),
+	}
+}
+
+// Run publishes until ctx is done. It wakes on NOTIFY from EnqueueTx and polls
+// every Config.PollInterval as a fallback; database and broker failures are
+// retried with backoff forever (a PostgreSQL restart is survived without help).
+// When ctx is cancelled, the batch in flight is finished (published and marked)
+// within Config.ShutdownTimeout and Run returns nil; anything not marked stays in
+// the table for the next relay, so shutdown loses nothing.
+func (r *Relay) Run(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	lctx, stopListen := context.WithCancel(ctx)
+	listenDone := make(chan struct{})
+	go func() {
+		defer close(listenDone)
+		r.listen(lctx, wake)
+	}()
+	defer func() {
+		stopListen()
+		<-listenDone
+	}()
+
+	clock := coord.SystemClock()
+	var nextPrune, nextGauge time.Time
+	errStreak := 0
+	for ctx.Err() == nil {
+		n, err := r.batch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			r.stats.dbErrors.Add(1)
+			r.cfg.Logger.WarnContext(ctx, "outbox relay: batch failed, retrying", "table", r.cfg.Table, "err", err, "streak", errStreak)
+			if r.cfg.Backoff.Wait(ctx, clock, errStreak) != nil {
+				return nil
+			}
+			errStreak++
+			continue
+		}
+		errStreak = 0
+		now := time.Now()
+		if now.After(nextGauge) {
+			r.observeOldest(ctx)
+			nextGauge = now.Add(time.Second)
+		}
+		if !r.cfg.DeleteOnPublish && now.After(nextPrune) {
+			if _, err := r.o.Prune(ctx, r.db); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.WarnContext(ctx, "outbox relay: prune failed", "table", r.cfg.Table, "err", err)
+			}
+			nextPrune = now.Add(r.cfg.PruneInterval)
+		}
+		if n >= r.cfg.BatchSize {
+			continue // more is waiting
+		}
+		t := time.NewTimer(r.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return nil
+}
+
+func (r *Relay) observeOldest(ctx context.Context) {
+	var age float64
+	if err := r.db.QueryRow(ctx, r.o.sql.oldest).Scan(&age); err == nil {
+		r.o.m.oldest.Store(math.Float64bits(age))
+	}
+}
+
+// batch claims, publishes and marks one batch; it returns how many rows it
+// claimed. Once rows are claimed it finishes even if ctx is cancelled (bounded by
+// ShutdownTimeout after the cancellation).
+func (r *Relay) batch(ctx context.Context) (int, error) {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	// After ctx is cancelled, the batch may take ShutdownTimeout more to finish.
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(r.cfg.ShutdownTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-bctx.Done():
+		}
+	})
+	defer stop()
+
+	tx, err := r.db.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	msgs, err := r.claim(ctx, tx)
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	r.stats.batches.Add(1)
+
+	pctx, pcancel := context.WithTimeout(bctx, r.cfg.PublishTimeout)
+	errs := r.pub.Publish(pctx, msgs)
+	pcancel()
+	if errs != nil && len(errs) != len(msgs) {
+		errs = make([]error, len(msgs))
+		for i := range errs {
+			errs[i] = errors.New("outbox: publisher returned a malformed error slice")
+		}
+	}
+
+	var ok []int64
+	b := &pgx.Batch{}
+	failed := map[string]bool{}
+	var retries, parked int64
+	for i, m := range msgs {
+		var perr error
+		if errs != nil {
+			perr = errs[i]
+		}
+		if failed[m.Key] && perr == nil {
+			// A publisher broke the contract (a later message of a failed key was
+			// published). Do not mark it: it will be published again, after its
+			// predecessor; the duplicate is for the inbox to drop.
+			r.cfg.Logger.ErrorContext(ctx, "outbox relay: publisher published past a failure of the same key", "key", m.Key, "id", m.ID.String())
+			continue
+		}
+		switch {
+		case perr == nil:
+			ok = append(ok, m.Seq)
+		case errors.Is(perr, ErrSkipped):
+			failed[m.Key] = true
+		default:
+			failed[m.Key] = true
+			r.stats.failures.Add(1)
+			msg := truncateErr(perr)
+			if m.Attempt >= r.cfg.MaxAttempts {
+				b.Queue(r.o.sql.park, m.Seq, msg)
+				parked++
+				r.cfg.Logger.ErrorContext(ctx, "outbox relay: event parked; its key waits for an operator",
+					"table", r.cfg.Table, "id", m.ID.String(), "key", m.Key, "attempts", m.Attempt, "err", perr)
+			} else {
+				delay := r.cfg.Backoff.Delay(m.Attempt - 1)
+				b.Queue(r.o.sql.fail, m.Seq, delay.Milliseconds(), msg)
+				retries++
+			}
+		}
+	}
+	var lags []float64
+	if len(ok) > 0 {
+		q := r.o.sql.markPublished
+		if r.cfg.DeleteOnPublish {
+			q = r.o.sql.deletePublished
+		}
+		b.Queue(q, ok).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var l float64
+				if err := rows.Scan(&l); err != nil {
+					return err
+				}
+				lags = append(lags, l)
+			}
+			return rows.Err()
+		})
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(bctx, b).Close(); err != nil {
+			return 0, fmt.Errorf("mark: %w", err)
+		}
+	}
+	if err := tx.Commit(bctx); err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
+	}
+	r.stats.published.Add(int64(len(ok)))
+	r.stats.parked.Add(parked)
+	r.o.m.published.Add(bctx, int64(len(ok)))
+	if retries > 0 {
+		r.o.m.retries.Add(bctx, retries)
+	}
+	if parked > 0 {
+		r.o.m.parked.Add(bctx, parked)
+	}
+	for _, l := range lags {
+		r.o.m.lag.Record(bctx, l)
+	}
+	return len(msgs), nil
+}
+
+// claim locks up to BatchSize rows' worth of keys and returns their pending rows,
+// per key a prefix in seq order that stops before a row not yet due.
+func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]Message, error) {
+	rows, err := tx.Query(ctx, r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass)
+	if err != nil {
+		return nil, fmt.Errorf("lock keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("lock keys: %w", err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err = tx.Query(ctx, r.o.sql.claim, keys, r.cfg.BatchSize)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	defer rows.Close()
+	var msgs []Message
+	stopped := map[string]bool{}
+	for rows.Next() {
+		var m Message
+		var id, payload, headers string
+		var due bool
+		if err := rows.Scan(&m.Seq, &id, &m.Topic, &m.Key, &m.Type, &payload, &headers, &m.CreatedAt, &m.Attempt, &due); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		if stopped[m.Key] || !due {
+			stopped[m.Key] = true
+			continue
+		}
+		if m.ID, err = ParseID(id); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		m.Payload = []byte(payload)
+		if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
+			return nil, fmt.Errorf("claim: headers of %s: %w", id, err)
+		}
+		m.Attempt++
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return msgs, nil
+}
+
+func truncateErr(err error) string {
+	s := err.Error()
+	if len(s) > 2000 {
+		s = s[:2000]
+	}
+	return s
+}

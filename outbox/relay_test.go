@@ -1,0 +1,262 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/jackc/pgx/v5"
+)
+
+// NOTIFY from EnqueueTx wakes the relay: with a one-minute poll, an event is
+// still published at once.
+func TestRelayWakesOnNotify(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", PollInterval: time.Minute})
+	rec := newRecorder()
+	r, err := ob.NewRelay(db.Pool, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRelays(t, r)
+	time.Sleep(500 * time.Millisecond) // listener up, first pass done
+	enqueue(t, db.Pool, ob, ev("a", 0), ev("a", 1))
+	waitFor(t, "published via NOTIFY", 10*time.Second, func() bool { return rec.published("a") == 1 })
+	if w := r.Stats().Wakeups; w < 1 {
+		t.Fatalf("wakeups = %d, want ≥ 1", w)
+	}
+	rec.check(t)
+}
+
+// With NOTIFY disabled (as behind a transaction pooler), polling publishes.
+func TestRelayPollingFallback(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", DisableNotify: true, PollInterval: 50 * time.Millisecond})
+	rec := newRecorder()
+	r, _ := ob.NewRelay(db.Pool, rec)
+	runRelays(t, r)
+	enqueue(t, db.Pool, ob, ev("a", 0))
+	waitFor(t, "published by polling", 10*time.Second, func() bool { return rec.published("a") == 0 })
+	if w := r.Stats().Wakeups; w != 0 {
+		t.Fatalf("wakeups = %d with NOTIFY disabled", w)
+	}
+}
+
+// Several relays, many interleaved keys, concurrent producers and a flaky,
+// slow-ish publisher: per key, no event is ever published before its predecessor
+// was, no key is published by two relays at once, and everything is published.
+func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
+	for _, del := range []bool{false, true} {
+		t.Run(fmt.Sprintf("delete=%v", del), func(t *testing.T) {
+			db, ob := setup(t, outbox.Config{Table: "ob", BatchSize: 37, PollInterval: 20 * time.Millisecond,
+				DeleteOnPublish: del, MaxAttempts: 1000, Backoff: coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}})
+			rec := newRecorder()
+			var failures int
+			var fmu sync.Mutex
+			rec.fail = func(m outbox.Message) error {
+				fmu.Lock()
+				defer fmu.Unlock()
+				if rand.IntN(10) == 0 {
+					failures++
+					return errors.New("flaky broker")
+				}
+				return nil
+			}
+			rec.delay = 2 * time.Millisecond
+			var relays []*outbox.Relay
+			for range 3 {
+				r, _ := ob.NewRelay(db.Pool, rec)
+				relays = append(relays, r)
+			}
+			runRelays(t, relays...)
+			const keys, perKey, producers = 24, 40, 4
+			var wg sync.WaitGroup
+			next := make([]int, keys)
+			var nmu sync.Mutex
+			for p := range producers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < keys*perKey/producers; i++ {
+						// pick a key and take its next number inside the transaction,
+						// which (with the per-key enqueue lock) fixes the order
+						err := pgx.BeginFunc(context.Background(), db.Pool, func(tx pgx.Tx) error {
+							k := rand.IntN(keys)
+							key := fmt.Sprintf("k%02d", k)
+							if _, err := tx.Exec(context.Background(), "SELECT pg_advisory_xact_lock(42, $1)", k); err != nil {
+								return err
+							}
+							nmu.Lock()
+							n := next[k]
+							next[k]++
+							nmu.Unlock()
+							if rand.IntN(3) == 0 {
+								nmu.Lock()
+								n2 := next[k]
+								next[k]++
+								nmu.Unlock()
+								_, err := ob.EnqueueBatchTx(context.Background(), tx, []outbox.Event{ev(key, n), ev(key, n2)})
+								return err
+							}
+							_, err := ob.EnqueueTx(context.Background(), tx, ev(key, n))
+							return err
+						})
+						if err != nil {
+							t.Errorf("producer %d: %v", p, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			waitFor(t, "all published", 90*time.Second, func() bool {
+				for k := range keys {
+					if rec.published(fmt.Sprintf("k%02d", k)) != next[k]-1 {
+						return false
+					}
+				}
+				return true
+			})
+			rec.check(t)
+			total := 0
+			busy := 0
+			for _, r := range relays {
+				s := r.Stats()
+				total += int(s.Published)
+				if s.Published > 0 {
+					busy++
+				}
+			}
+			sum := 0
+			for _, n := range next {
+				sum += n
+			}
+			t.Logf("events=%d published=%d failures=%d relays busy=%d", sum, total, failures, busy)
+			if failures == 0 || busy < 2 {
+				t.Fatalf("test did not exercise retries (%d) or parallel relays (%d busy)", failures, busy)
+			}
+			if total != sum {
+				t.Fatalf("marked %d, want %d", total, sum)
+			}
+		})
+	}
+}
+
+// A publisher that fails forever for one key parks that key's head after
+// MaxAttempts; every other key keeps flowing; the parked key's followers wait
+// until an operator requeues (then order resumes) or discards.
+func TestPoisonKeyParksOnlyItsKey(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", MaxAttempts: 3, PollInterval: 20 * time.Millisecond,
+		Backoff: coord.Backoff{Base: time.Millisecond, Cap: 10 * time.Millisecond}})
+	rec := newRecorder()
+	var broken sync.Map
+	broken.Store("poison", true)
+	rec.fail = func(m outbox.Message) error {
+		if _, ok := broken.Load(m.Key); ok {
+			return errors.New("broker rejects this key")
+		}
+		return nil
+	}
+	r1, _ := ob.NewRelay(db.Pool, rec)
+	r2, _ := ob.NewRelay(db.Pool, rec)
+	runRelays(t, r1, r2)
+	var es []outbox.Event
+	for n := range 20 {
+		es = append(es, ev("poison", n), ev("good", n), ev(fmt.Sprintf("other%d", n%3), n/3))
+	}
+	enqueue(t, db.Pool, ob, es...)
+	waitFor(t, "good key flows", 30*time.Second, func() bool { return rec.published("good") == 19 && rec.published("other2") == 5 })
+	ctx := context.Background()
+	var parked []outbox.ParkedEvent
+	waitFor(t, "poison parked", 30*time.Second, func() bool {
+		parked, _ = ob.Parked(ctx, db.Pool, 10)
+		return len(parked) == 1
+	})
+	if k, n := parse(outbox.Message{Payload: parked[0].Payload}); k != "poison" || n != 0 || parked[0].Attempts != 3 || parked[0].LastError == "" {
+		t.Fatalf("parked %+v", parked[0])
+	}
+	if got := r1.Stats().Parked + r2.Stats().Parked; got != 1 {
+		t.Fatalf("parked count %d", got)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if p := rec.published("poison"); p != -1 {
+		t.Fatalf("poison key published up to %d while its head is parked", p)
+	}
+	if err := ob.Discard(ctx, db.Pool, outbox.NewID(time.Now())); !errors.Is(err, outbox.ErrNotParked) {
+		t.Fatalf("discard of unknown id: %v", err)
+	}
+	// Fix the broker, requeue: the head goes first, then the rest, in order.
+	broken.Delete("poison")
+	if err := ob.Requeue(ctx, db.Pool, parked[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "poison key drains after requeue", 30*time.Second, func() bool { return rec.published("poison") == 19 })
+	rec.check(t)
+
+	// Discard: break a key again, let it park, discard the head; the followers flow.
+	broken.Store("bad2", true)
+	enqueue(t, db.Pool, ob, ev("bad2", 0), ev("bad2", 1))
+	waitFor(t, "bad2 parked", 30*time.Second, func() bool { p, _ := ob.Parked(ctx, db.Pool, 10); parked = p; return len(p) == 1 })
+	broken.Delete("bad2")
+	rec.mu.Lock()
+	rec.done["bad2"] = 0 // event 0 is discarded on purpose: 1 may follow
+	rec.mu.Unlock()
+	if err := ob.Discard(ctx, db.Pool, parked[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bad2 follower flows after discard", 30*time.Second, func() bool { return rec.published("bad2") == 1 })
+	rec.check(t)
+}
+
+// Cancelling Run while a batch is being published finishes that batch: every
+// event the publisher saw is marked, and nothing is lost.
+func TestGracefulShutdownFinishesBatch(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", BatchSize: 50})
+	rec := newRecorder()
+	rec.delay = 300 * time.Millisecond
+	r, _ := ob.NewRelay(db.Pool, rec)
+	var es []outbox.Event
+	for n := range 120 {
+		es = append(es, ev("k", n))
+	}
+	enqueue(t, db.Pool, ob, es...)
+	stop := runRelays(t, r)
+	waitFor(t, "a batch in flight", 10*time.Second, func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.calls > 0 })
+	stop()
+	published := rec.published("k") + 1
+	marked := count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NOT NULL`)
+	if published == 0 || marked != published {
+		t.Fatalf("publisher saw %d, marked %d", published, marked)
+	}
+	r2, _ := ob.NewRelay(db.Pool, rec)
+	runRelays(t, r2)
+	waitFor(t, "rest published", 30*time.Second, func() bool { return rec.published("k") == 119 })
+	rec.check(t)
+	t.Logf("published before shutdown: %d, all marked", published)
+}
+
+func TestPruneInBoundedBatches(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", Retention: time.Millisecond, PruneBatch: 7, PruneInterval: time.Hour})
+	rec := newRecorder()
+	r, _ := ob.NewRelay(db.Pool, rec)
+	var es []outbox.Event
+	for n := range 30 {
+		es = append(es, ev("k", n))
+	}
+	enqueue(t, db.Pool, ob, es...)
+	stop := runRelays(t, r)
+	waitFor(t, "published", 10*time.Second, func() bool { return rec.published("k") == 29 })
+	stop()
+	time.Sleep(5 * time.Millisecond)
+	n, err := ob.Prune(context.Background(), db.Pool)
+	if err != nil || n != 30 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if c := count(t, db.Pool, `SELECT count(*) FROM ob`); c != 0 {
+		t.Fatalf("%d rows left", c)
+	}
+}

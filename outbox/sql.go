@@ -1,0 +1,74 @@
+package outbox
+
+// statements holds the SQL of an Outbox, built once with quoted table names.
+type statements struct {
+	insert, insertNotify           string
+	insertBatch, insertBatchNotify string
+	lockKeys, claim                string
+	markPublished, deletePublished string
+	fail, park                     string
+	oldest, prune                  string
+	parkedList, parkedKey          string
+	requeue, discard               string
+}
+
+const cols = `id, aggregatetype, aggregateid, type, payload, payload_json, headers`
+
+func buildStatements(t, d string) statements {
+	var s statements
+	// One round trip: take the per-key enqueue lock (so rows of one key commit in
+	// seq order), optionally notify, insert.
+	s.insert = `INSERT INTO ` + t + ` (` + cols + `)
+SELECT $1, $2, $3, $4, $5, $6, $7::jsonb FROM (SELECT pg_advisory_xact_lock($8::int4, hashtext($3))) l`
+	s.insertNotify = s.insert + `, (SELECT pg_notify($9, '')) n`
+	batch := `WITH l AS MATERIALIZED (
+  SELECT pg_advisory_xact_lock($8::int4, hashtext(k)) FROM (SELECT DISTINCT k FROM unnest($3::text[]) k ORDER BY k) s)
+INSERT INTO ` + t + ` (` + cols + `)
+SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::jsonb[])
+  WITH ORDINALITY AS u(i, a, k, ty, p, j, h, ord), (SELECT count(*) FROM l) lc`
+	s.insertBatch = batch + ` ORDER BY u.ord`
+	s.insertBatchNotify = batch + `, (SELECT pg_notify($9, '')) n ORDER BY u.ord`
+
+	// Scan pending rows in seq order, skipping keys that are parked or whose head
+	// waits for a retry, and try-lock each row's key: a key already driven by
+	// another relay fails the try-lock and is skipped; the scan stops after $1
+	// rows of keys this relay now holds.
+	s.lockKeys = `SELECT DISTINCT o.aggregateid FROM (
+  SELECT o.aggregateid FROM ` + t + ` o
+  WHERE o.published_at IS NULL
+    AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
+    AND NOT EXISTS (SELECT 1 FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
+                    AND r.aggregateid = o.aggregateid AND r.next_attempt_at > clock_timestamp())
+    AND pg_try_advisory_xact_lock($2::int4, hashtext(o.aggregateid))
+  ORDER BY o.seq LIMIT $1) o`
+	// With the key locks held, a fresh snapshot: the pending rows of those keys,
+	// in seq order. Authoritative (sees every mark committed by a previous holder).
+	s.claim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
+  o.next_attempt_at <= clock_timestamp()
+FROM ` + t + ` o
+WHERE o.published_at IS NULL AND o.aggregateid = ANY($1::text[])
+  AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
+ORDER BY o.seq LIMIT $2`
+	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
+RETURNING extract(epoch FROM published_at - created_at)::float8 * 1000`
+	s.deletePublished = `DELETE FROM ` + t + ` WHERE seq = ANY($1::bigint[])
+RETURNING extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000`
+	s.fail = `UPDATE ` + t + ` SET attempts = attempts + 1, last_error = $3,
+  next_attempt_at = clock_timestamp() + $2::bigint * interval '1 millisecond' WHERE seq = $1`
+	s.park = `WITH m AS (DELETE FROM ` + t + ` WHERE seq = $1 RETURNING *)
+INSERT INTO ` + d + ` (id, seq, aggregatetype, aggregateid, type, payload, payload_json, headers, created_at, attempts, last_error)
+SELECT id, seq, aggregatetype, aggregateid, type, payload, payload_json, headers, created_at, attempts + 1, $2 FROM m`
+	s.oldest = `SELECT coalesce((SELECT extract(epoch FROM clock_timestamp() - created_at)::float8 FROM ` + t + `
+  WHERE published_at IS NULL ORDER BY seq LIMIT 1), 0)`
+	s.prune = `DELETE FROM ` + t + ` WHERE seq IN (SELECT seq FROM ` + t + `
+  WHERE published_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED)`
+	s.parkedList = `SELECT id, seq, aggregatetype, aggregateid, type, payload, headers::text, created_at, attempts, coalesce(last_error, ''), parked_at
+FROM ` + d + ` ORDER BY seq LIMIT $1`
+	s.parkedKey = `SELECT aggregateid FROM ` + d + ` WHERE id = $1`
+	s.requeue = `WITH m AS (DELETE FROM ` + d + ` WHERE id = $1 RETURNING *)
+INSERT INTO ` + t + ` (seq, ` + cols + `, created_at)
+OVERRIDING SYSTEM VALUE
+SELECT seq, ` + cols + `, created_at FROM m`
+	s.discard = `DELETE FROM ` + d + ` WHERE id = $1`
+	return s
+}
