@@ -193,4 +193,3 @@ func TestPhasedCrashIsFinished(t *testing.T) {
 	t.Logf("%d trials: %d workers killed between phases, %d told in-flight before the lock expired, %d finished by retry, %d by the completer, %d charges (one per key)",
 		trial, kills, inflight, byRetry, byCompleter, distinct)
 }
-
