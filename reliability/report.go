@@ -19,6 +19,8 @@ type Result struct {
 	Pass     bool             `json:"pass"`
 	Seconds  float64          `json:"seconds"`
 	At       time.Time        `json:"at"`
+	// Started is when the scenario began; Report computes Seconds from it.
+	Started time.Time `json:"-"`
 }
 
 // Full reports whether the full tier runs (COORD_FULL=1, set by scripts/chaos.sh).
@@ -45,6 +47,9 @@ func Pick[T any](bounded, full T) T {
 func Report(t testing.TB, r *Result) {
 	t.Helper()
 	r.Tier, r.At, r.Pass = Tier(), time.Now().UTC(), !t.Failed()
+	if !r.Started.IsZero() {
+		r.Seconds = time.Since(r.Started).Seconds()
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
