@@ -189,6 +189,9 @@ func (k *Lock) refresh(ctx context.Context, ttl time.Duration) error {
 	// believe the shorter of the two estimates until the reply says otherwise.
 	if v := validity(sent, ttl); v.Before(k.validUntil) {
 		k.validUntil = v
+		if k.timer != nil {
+			k.timer.Reset(time.Until(v))
+		}
 	}
 	until := k.validUntil
 	k.mu.Unlock()

@@ -403,3 +403,27 @@ func TestGuardConcurrentUse(t *testing.T) {
 		t.Fatalf("cause = %v", context.Cause(lk.Context()))
 	}
 }
+
+// A Refresh with a shorter ttl shortens the guard's validity too.
+func TestRefreshShorterTTLShortensValidity(t *testing.T) {
+	t.Parallel()
+	l, _ := sharedLocker(t, nil)
+	ctx := ctxT(t, 10*time.Second)
+	lk, err := l.TryAcquire(ctx, "short", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseAtEnd(t, lk)
+	lctx := lk.Context()
+	if err := lk.Refresh(ctx, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("guard still valid 5s after a Refresh to 100ms")
+	}
+	if !errors.Is(context.Cause(lctx), efficiencylock.ErrLockLost) {
+		t.Fatalf("cause = %v", context.Cause(lctx))
+	}
+}

@@ -32,15 +32,16 @@ func (noRetry) NextBackoff(int) (time.Duration, bool) { return 0, false }
 
 // FullJitter retries forever (bounded only by the context) with full-jitter
 // exponential backoff: the delay before retry n is uniform in
-// [0, min(cap, base·2ⁿ)). base ≤ 0 means DefaultRetryBase, cap ≤ 0 DefaultRetryCap.
-func FullJitter(base, cap time.Duration) RetryStrategy {
+// [0, min(ceiling, base·2ⁿ)). base ≤ 0 means DefaultRetryBase, ceiling ≤ 0
+// DefaultRetryCap.
+func FullJitter(base, ceiling time.Duration) RetryStrategy {
 	if base <= 0 {
 		base = DefaultRetryBase
 	}
-	if cap <= 0 {
-		cap = DefaultRetryCap
+	if ceiling <= 0 {
+		ceiling = DefaultRetryCap
 	}
-	return fullJitter{b: coord.Backoff{Base: base, Cap: cap}}
+	return fullJitter{b: coord.Backoff{Base: base, Cap: ceiling}}
 }
 
 // DefaultRetry is FullJitter(DefaultRetryBase, DefaultRetryCap), the strategy
