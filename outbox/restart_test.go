@@ -1,0 +1,109 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgreSQL crashes and restarts (twice) while a relay runs and a producer
+// writes: the relay recovers by itself and every committed event is published,
+// in order per key.
+func TestRelaySurvivesPostgresCrashRestart(t *testing.T) {
+	pg := coordtest.PrivatePostgres(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ob := newOutbox(t, pool, outbox.Config{Table: "ob", PollInterval: 50 * time.Millisecond,
+		Backoff: coord.Backoff{Base: 20 * time.Millisecond, Cap: 500 * time.Millisecond}})
+	rec := newRecorder()
+	r, _ := ob.NewRelay(pool, rec)
+	stopRelay := runRelays(t, r)
+
+	var mu sync.Mutex
+	committed := map[string]int{} // key → highest n surely committed
+	pctx, stopProducer := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var sure, ambiguous, failed int
+	go func() {
+		defer wg.Done()
+		next := map[string]int{}
+		for i := 0; pctx.Err() == nil; i++ {
+			key := fmt.Sprintf("k%d", i%5)
+			n := next[key]
+			err := pgx.BeginFunc(pctx, pool, func(tx pgx.Tx) error {
+				_, err := ob.EnqueueTx(pctx, tx, ev(key, n))
+				return err
+			})
+			switch {
+			case err == nil:
+				sure++
+				next[key] = n + 1
+				mu.Lock()
+				committed[key] = n
+				mu.Unlock()
+			default:
+				// Did it commit? Ask (once the server is back) before reusing n.
+				var c int
+				for pctx.Err() == nil {
+					if e := pool.QueryRow(pctx, `SELECT count(*) FROM ob WHERE payload = $1`, fmt.Sprintf("%s:%d", key, n)).Scan(&c); e == nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				if c > 0 {
+					ambiguous++
+					next[key] = n + 1
+					mu.Lock()
+					committed[key] = n
+					mu.Unlock()
+				} else {
+					failed++
+				}
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	restarts := 0
+	for range 2 {
+		time.Sleep(700 * time.Millisecond)
+		pg.RestartCrash(t)
+		restarts++
+	}
+	time.Sleep(700 * time.Millisecond)
+	stopProducer()
+	wg.Wait()
+	waitFor(t, "every committed event published", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for k, n := range committed {
+			if rec.published(k) < n {
+				return false
+			}
+		}
+		return true
+	})
+	stopRelay()
+	rec.check(t)
+	st := r.Stats()
+	t.Logf("restarts=%d server kills=%d; events committed=%d (+%d ambiguous commits that did commit), failed writes=%d; relay db errors=%d published=%d",
+		restarts, pg.Stats().Kills, sure, ambiguous, failed, st.DBErrors, st.Published)
+	if pg.Stats().Kills < 2 || st.DBErrors == 0 {
+		t.Fatalf("fault not observed: kills=%d relay db errors=%d", pg.Stats().Kills, st.DBErrors)
+	}
+	if sure == 0 {
+		t.Fatal("nothing was produced")
+	}
+}
