@@ -114,6 +114,7 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 		work:        map[string]KV{},
 		dirty:       map[string]int64{},
 		persistKick: make(chan struct{}, 1),
+		needList:    true, // until a list succeeds there is no revision to resume from
 	}
 	c.watched, c.isPrefix = cfg.watched()
 	c.sysClock = cfg.Clock == coord.SystemClock()

@@ -26,9 +26,8 @@ func (c *Cache[T]) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var err error
 		if c.needList {
-			err = c.list(ctx)
-			if err == nil || errors.Is(err, ErrRejected) {
-				err, c.needList = nil, false
+			if err = c.list(ctx); errors.Is(err, ErrRejected) {
+				err = nil // the working map is complete; watch for a fix
 			}
 		} else {
 			err = c.probe(ctx)
@@ -142,6 +141,7 @@ func (c *Cache[T]) list(ctx context.Context) error {
 		return fmt.Errorf("failstatic: list %q: %w", c.watched, err)
 	}
 	rev := resp.Header.Revision
+	c.needList = false
 	for k := range c.work {
 		c.dirty[k] = rev
 	}

@@ -55,7 +55,11 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 		firstFail                             time.Duration = -1
 		restartTook                           time.Duration
 		restarts                              int
+		diskRev                               int64
+		rec                                   recorder
+		stopSub                               = func() {}
 	)
+	defer func() { stopSub() }()
 	c := c1
 	for truth := time.Since(frozen); truth < outage; truth = time.Since(frozen) {
 		if restarts == 0 && truth > outage/2 {
@@ -67,6 +71,8 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 			c = mustNew(t, coordtest.NewEtcdClient(t, cluster.Endpoints()...), cfg)
 			restartTook = time.Since(start)
 			restarts++
+			diskRev = c.Get().Revision
+			stopSub = c.Subscribe(rec.fn)
 			if src := c.Get().Source; src != failstatic.SourceDisk {
 				t.Fatalf("after restart source = %v, want disk", src)
 			}
@@ -136,5 +142,13 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 	})
 	if _, err := c.Lookup(revKey); err != nil {
 		t.Fatalf("revocations still closed after recovery: %v", err)
+	}
+	// Going live never replayed history older than the disk snapshot.
+	rec.checkOrdered(t)
+	snaps, _ := rec.get()
+	for _, s := range snaps {
+		if s.Revision < diskRev {
+			t.Fatalf("after restart from disk at revision %d the cache adopted older revision %d", diskRev, s.Revision)
+		}
 	}
 }
