@@ -28,7 +28,7 @@ type Client struct {
 	defs map[string]*erasedDef
 
 	stats struct {
-		claims, steps, compensations, retries, fenced, pages atomic.Int64
+		claims, steps, compensations, retries, fenced, pages, commits atomic.Int64
 	}
 	// hook, when set by tests, is called at every step boundary.
 	hook func(p hookPoint, sagaID string, step int)
@@ -127,6 +127,10 @@ type Stats struct {
 	Retries       int64 // failed attempts scheduled for retry
 	FencedWrites  int64 // state writes rejected by the claim_version fence
 	Pages         int64 // pages sent (OnPage)
+	// Commits counts the runner's write transactions: claims that claimed
+	// something, state writes (fenced ones included) and claim releases. Divided
+	// by Steps it is the commits-per-step overhead.
+	Commits int64
 }
 
 // Stats returns the client's counters. It does not block.
@@ -138,6 +142,7 @@ func (c *Client) Stats() Stats {
 		Retries:       c.stats.retries.Load(),
 		FencedWrites:  c.stats.fenced.Load(),
 		Pages:         c.stats.pages.Load(),
+		Commits:       c.stats.commits.Load(),
 	}
 }
 

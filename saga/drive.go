@@ -256,6 +256,7 @@ func (r *runner) page(ctx context.Context, p Page) {
 func (r *runner) release(ctx context.Context, s *claimed) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
+	r.c.stats.commits.Add(1)
 	if _, err := r.c.pool.Exec(wctx, r.c.q.release, s.id, s.version); err != nil {
 		r.c.cfg.Logger.WarnContext(ctx, "saga: release claim", "saga", s.id, "err", err)
 	}

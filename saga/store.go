@@ -36,11 +36,11 @@ func (s State) valid() bool {
 
 // queries holds the SQL of one table, rendered once with the quoted name.
 type queries struct {
-	channel, listen              string
-	insert, claim, transition    string
-	existing, release            string
-	list, get, lockRow, age      string
-	retryNow, cancel, resolveSQL string
+	channel, listen           string
+	insert, claim, transition string
+	existing, release         string
+	list, get, lockRow, age   string
+	retryNow, cancel          string
 }
 
 const infoCols = `id, saga_type, state, step, pivot_step, step_count, attempts, next_attempt_at,
@@ -145,6 +145,9 @@ func (c *Client) claim(ctx context.Context, types []string, n int) ([]*claimed, 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("saga: claim: %w", err)
 	}
+	if len(out) > 0 {
+		c.stats.commits.Add(1)
+	}
 	return out, nil
 }
 
@@ -183,6 +186,9 @@ func (c *Client) write(ctx context.Context, s *claimed, t transition) (paged boo
 		string(t.state), t.step, t.data, t.outKey, t.outValue, t.attempts, secs(t.delay),
 		errText, t.errStep, t.failure, t.pivot, t.page, stuck, t.release, secs(c.cfg.ClaimTTL),
 	).Scan(&paged)
+	if err == nil || err == pgx.ErrNoRows {
+		c.stats.commits.Add(1)
+	}
 	if err == pgx.ErrNoRows {
 		c.stats.fenced.Add(1)
 		return false, fmt.Errorf("%w: saga %s claim_version %d", ErrClaimLost, s.id, s.version)

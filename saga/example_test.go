@@ -1,0 +1,145 @@
+package saga_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coordkit/coordkit/saga"
+)
+
+// placement is the data of an order-placement saga.
+type placement struct {
+	OrderID string `json:"order_id"`
+	Amount  int    `json:"amount"`
+}
+
+// An order placement: reserve stock and authorise the card (both undoable), then
+// the pivot — capture the payment — and only then the forward-only steps.
+func Example() {
+	ctx := context.Background()
+	pool, schema := examplePool(ctx)
+	defer dropSchema(ctx, pool, schema)
+	if err := saga.Migrate(ctx, pool, nil); err != nil {
+		panic(err)
+	}
+	barrier, _ := saga.NewBarrier("")
+	// A participant call: its effect and the barrier row in one transaction, so a
+	// duplicate, a null compensation or a hanging action does nothing.
+	type barrierOp func(context.Context, pgx.Tx, string, func(context.Context, pgx.Tx) error) (saga.Outcome, error)
+	participant := func(op barrierOp, sql string) saga.Action[placement] {
+		return func(ctx context.Context, sc saga.StepContext, p *placement) error {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return err // technical: retried with backoff
+			}
+			defer tx.Rollback(ctx)
+			if _, err := op(ctx, tx, sc.IdempotencyKey(), func(ctx context.Context, tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, sql) // the participant's own writes
+				return err
+			}); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		}
+	}
+	effect := func(string) saga.Action[placement] { return participant(barrier.ActionTx, "SELECT 1") }
+	undo := func(string) saga.Action[placement] { return participant(barrier.CompensateTx, "SELECT 1") }
+	def, err := saga.New("place-order",
+		saga.Compensatable("reserve-stock", effect("reserve"), undo("release")),
+		saga.Compensatable("authorize-card", func(ctx context.Context, sc saga.StepContext, p *placement) error {
+			if p.Amount > 1000 {
+				return saga.Fail(errors.New("card declined")) // business failure: compensate
+			}
+			return sc.SetOutput("auth-" + p.OrderID)
+		}, undo("void")),
+		saga.Pivot("capture-payment", func(ctx context.Context, sc saga.StepContext, p *placement) error {
+			var auth string
+			return sc.Output("authorize-card", &auth) // read an earlier step's output
+		}),
+		saga.Retriable("send-confirmation", effect("email")),
+	)
+	if err != nil {
+		panic(err)
+	}
+	c, err := saga.NewClient(pool, saga.Config{PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	if err := c.Register(def); err != nil {
+		panic(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- c.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	ok, _ := saga.Start(ctx, c, def, placement{OrderID: "o-1", Amount: 30}, &saga.StartOpts{ID: "o-1"})
+	declined, _ := saga.Start(ctx, c, def, placement{OrderID: "o-2", Amount: 5000}, &saga.StartOpts{ID: "o-2"})
+	fmt.Println(waitTerminal(ctx, c, ok))
+	fmt.Println(waitTerminal(ctx, c, declined))
+	// Output:
+	// completed
+	// compensated
+}
+
+func waitTerminal(ctx context.Context, c *saga.Client, id string) saga.State {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if i, err := c.Get(ctx, id); err == nil && (i.State.Terminal() || i.State == saga.StateNeedsHuman) {
+			return i.State
+		}
+	}
+	return "timeout"
+}
+
+// examplePool connects to the test Postgres (COORD_TEST_POSTGRES_URL) in a fresh schema.
+func examplePool(ctx context.Context) (*pgxpool.Pool, string) {
+	url := os.Getenv("COORD_TEST_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	schema := fmt.Sprintf("saga_example_%d", time.Now().UnixNano())
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		panic(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		panic(err)
+	}
+	return pool, schema
+}
+
+func dropSchema(ctx context.Context, pool *pgxpool.Pool, schema string) {
+	pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	pool.Close()
+}
+
+// Admin: find sagas stuck in needs_human for over an hour, and cancel one that has
+// not reached its pivot.
+func ExampleClient_List() {
+	ctx := context.Background()
+	pool, schema := examplePool(ctx)
+	defer dropSchema(ctx, pool, schema)
+	saga.Migrate(ctx, pool, nil)
+	c, _ := saga.NewClient(pool, saga.Config{})
+	defer c.Close()
+	stuck, err := c.List(ctx, &saga.ListOpts{States: []saga.State{saga.StateNeedsHuman}, OlderThan: time.Hour})
+	fmt.Println(len(stuck), err)
+	err = c.Cancel(ctx, "no-such-saga", "customer cancelled")
+	fmt.Println(errors.Is(err, saga.ErrNotFound))
+	// Output:
+	// 0 <nil>
+	// true
+}
