@@ -26,15 +26,6 @@ func TestBrokersFlag(t *testing.T) {
 	analysistest.Run(t, vettest.TestData(t), a, "dualwrite/custom")
 }
 
-// TestBrokersConfig extends the broker list the way the golangci-lint plugin does.
-func TestBrokersConfig(t *testing.T) {
-	a, err := dualwrite.New(dualwrite.Config{Brokers: []string{"example.com/bus:Send"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	analysistest.Run(t, vettest.TestData(t), a, "dualwrite/custom")
-}
-
 func TestMalformedEntries(t *testing.T) {
 	for _, bad := range []string{"nocolon", "example.com/bus:", ":Send", "example.com/bus:.Send", "example.com/bus:A.B.C"} {
 		if _, err := dualwrite.New(dualwrite.Config{Brokers: []string{bad}}); err == nil {
