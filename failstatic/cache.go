@@ -24,13 +24,15 @@ type Cache[T any] struct {
 	watched  string
 	isPrefix bool
 	clock    coord.Clock
-	sysClock bool      // clock is the system clock: Staleness reads only the monotonic clock
+	sysClock bool      // clock is the system clock: Staleness reads the coarse clock below
 	base     time.Time // staleness offsets are measured from here (monotonic)
 	log      *slog.Logger
 	tel      *telemetry
 
 	cur          atomic.Pointer[state[T]]
 	confirmedOff atomic.Int64 // ns after base at which the cache was last confirmed current
+	coarseOff    atomic.Int64 // ns after base, refreshed every coarseTick while running (system clock only)
+	coarse       atomic.Bool  // coarseOff is being refreshed
 	observed     atomic.Pointer[observation]
 	watchOff     atomic.Int64 // ns after base at which the current watch started
 	rejected     atomic.Int64
@@ -151,6 +153,12 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 	}
 	bg, stop := context.WithCancel(context.Background())
 	c.cancel = stop
+	if c.sysClock {
+		c.coarseOff.Store(int64(time.Since(c.base)))
+		c.coarse.Store(true)
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.tickCoarse(bg) }()
+	}
 	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.run(bg) }()
 	go func() { defer c.wg.Done(); c.probeLoop(bg) }()
@@ -188,12 +196,17 @@ func (c *Cache[T]) Get() Snapshot[T] {
 
 // Staleness returns the time since the cache was last confirmed current (a probe
 // or a list proved that etcd had nothing the cache had not seen). It never blocks
-// and does not allocate.
+// and does not allocate. With the system clock it is read from a clock refreshed
+// every 10 ms (so Get does not pay for a clock read): it may understate by up to
+// 10 ms.
 func (c *Cache[T]) Staleness() time.Duration {
 	var since time.Duration
-	if c.sysClock {
-		since = time.Since(c.base) // one monotonic clock read, no wall clock
-	} else {
+	switch {
+	case c.coarse.Load():
+		since = time.Duration(c.coarseOff.Load()) // no clock read at all: Get stays ~ns
+	case c.sysClock:
+		since = time.Since(c.base) // one monotonic clock read
+	default:
 		since = c.clock.Now().Sub(c.base)
 	}
 	return max(since-time.Duration(c.confirmedOff.Load()), 0)
@@ -328,6 +341,25 @@ func (c *Cache[T]) sleep(ctx context.Context, attempt int) error {
 		return context.Cause(ctx)
 	case <-t.C():
 		return nil
+	}
+}
+
+// coarseTick is the resolution of Staleness with the system clock.
+const coarseTick = 10 * time.Millisecond
+
+// tickCoarse refreshes coarseOff until ctx ends, then hands Staleness back to the
+// precise clock so it keeps growing after Close.
+func (c *Cache[T]) tickCoarse(ctx context.Context) {
+	t := time.NewTicker(coarseTick)
+	defer t.Stop()
+	defer c.coarse.Store(false)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.coarseOff.Store(int64(time.Since(c.base)))
+		}
 	}
 }
 
