@@ -1,0 +1,325 @@
+package pgfence_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// full reports whether the long trial counts were asked for.
+func full() bool { return os.Getenv("COORD_FULL") == "1" }
+
+// holderProc is the re-executed test binary in the holder role.
+type holderProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr bytes.Buffer
+	pauses int
+}
+
+func startHolder(t *testing.T, env ...string) *holderProc {
+	t.Helper()
+	h := &holderProc{lines: make(chan string, 1024)}
+	h.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	h.cmd.Env = append(append(os.Environ(), roleEnv+"=holder"), env...)
+	h.cmd.Stderr = &h.stderr
+	var err error
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+	}()
+	t.Cleanup(func() {
+		_ = h.cmd.Process.Signal(syscall.SIGCONT)
+		_ = h.stdin.Close()
+		exited := make(chan struct{})
+		go func() { _ = h.cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = h.cmd.Process.Kill()
+			<-exited
+		}
+		<-done
+		if t.Failed() {
+			t.Logf("holder stderr:\n%s", h.stderr.String())
+		}
+	})
+	return h
+}
+
+// state returns 'T' when every thread of the holder is stopped, else the state
+// letter (from /proc/<pid>/task/*/stat) of a thread that is not.
+func (h *holderProc) state(t *testing.T) byte {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", h.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("holder state: %v", err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", h.cmd.Process.Pid, task.Name()))
+		if err != nil {
+			continue // the thread exited
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			t.Fatalf("holder state: malformed %q", b)
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return st
+		}
+	}
+	return 'T'
+}
+
+func (h *holderProc) waitState(t *testing.T, want byte) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.state(t) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("holder state %q, want %q", h.state(t), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (h *holderProc) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(h.stdin, line+"\n"); err != nil {
+		t.Fatalf("write to holder: %v", err)
+	}
+}
+
+// next returns the holder's next line, failing on exit, "fatal" or timeout.
+func (h *holderProc) next(t *testing.T) (cmd string, args []string) {
+	t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			t.Fatalf("holder exited: %s", h.stderr.String())
+		}
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] == "fatal" {
+			t.Fatalf("holder: %s", l)
+		}
+		return f[0], f[1:]
+	case <-time.After(60 * time.Second):
+		t.Fatal("holder silent for 60s")
+	}
+	return "", nil
+}
+
+// TestPausedHolderWritesAreRejected is the GC-pause double charge, with a real
+// pause: the holder (a child process) holds correctnesslease leases, passes its
+// leadership check and is SIGSTOPped before its write, past the 2 s TTL; a rival
+// acquires each lease and writes; the holder is SIGCONTed and its writes arrive
+// with the old tokens. Every one must be rejected, by the database and by the
+// metric. Each round pauses the holder once over several lease names (one trial
+// each), so 50 trials take about five TTLs.
+func TestPausedHolderWritesAreRejected(t *testing.T) {
+	t.Parallel()
+	const ttl = correctnesslease.MinTTL
+	rounds, perRound := 5, 10
+	if r := os.Getenv("PGFENCE_ROUNDS"); r != "" {
+		rounds, _ = strconv.Atoi(r)
+	}
+	if full() {
+		rounds = 30
+	}
+	etcd := coordtest.Etcd(t)
+	db := coordtest.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	f, err := pgfence.New(pgfence.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `
+		CREATE TABLE writes (name text NOT NULL, writer text NOT NULL, revision bigint NOT NULL);
+		CREATE TABLE rows (name text PRIMARY KEY, last_writer text NOT NULL, writes int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	tenant := "paused"
+	rival, err := correctnesslease.NewSession(ctx, etcd.Client(t), correctnesslease.Config{Tenant: tenant, TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rival.Close(context.WithoutCancel(ctx))
+
+	h := startHolder(t,
+		envEtcd+"="+strings.Join(etcd.Endpoints, ","), envPG+"="+db.URL+"&application_name=pgfence-holder",
+		envTenant+"="+tenant, envTTL+"="+ttl.String())
+
+	var trials, attempted, rejected, metric int
+	var stoppedFor []time.Duration
+	start := time.Now()
+	for r := 0; r < rounds; r++ {
+		names := make([]string, perRound)
+		for i := range names {
+			names[i] = fmt.Sprintf("trial-%03d", r*perRound+i)
+		}
+		h.send(t, "round "+strings.Join(names, ","))
+		held := map[string]coord.Token{}
+		for {
+			cmd, args := h.next(t)
+			if cmd == "ready" {
+				break
+			}
+			tok, err := coord.ParseToken(args[1])
+			if cmd != "checked" || err != nil {
+				t.Fatalf("holder said %s %v (%v)", cmd, args, err)
+			}
+			held[args[0]] = tok
+		}
+		// The holder passed its leadership check and now waits to write: freeze it.
+		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		h.pauses++
+		stopped := time.Now()
+		h.waitState(t, 'T') // SIGSTOP is asynchronous: see every thread stopped first
+		h.send(t, "go")     // buffered in the pipe; read only after SIGCONT
+
+		var wg sync.WaitGroup
+		errs := make(chan error, perRound)
+		for _, n := range names {
+			wg.Go(func() {
+				l, err := correctnesslease.Acquire(ctx, rival, n) // returns once etcd expired the frozen holder
+				if err != nil {
+					errs <- fmt.Errorf("rival acquire %s: %w", n, err)
+					return
+				}
+				defer l.Release(context.WithoutCancel(ctx))
+				if c, ok := l.Token().Compare(held[n]); !ok || c <= 0 {
+					errs <- fmt.Errorf("rival token %s not newer than the holder's %s", l.Token(), held[n])
+					return
+				}
+				if err := zombieWrite(ctx, f, db.Pool, l.Token(), n, "rival"); err != nil {
+					errs <- fmt.Errorf("rival write %s: %w", n, err)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			dumpActivity(t, db)
+			t.Fatal(err)
+		}
+		if st := h.state(t); st != 'T' {
+			t.Fatalf("holder state %q after the rivals wrote, want T (stopped)", st)
+		}
+		stoppedFor = append(stoppedFor, time.Since(stopped))
+		if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			cmd, args := h.next(t)
+			switch cmd {
+			case "result":
+				trials++
+				attempted++
+				if args[1] == "rejected" {
+					rejected++
+				} else {
+					t.Errorf("trial %s: the paused holder's write was %s", args[0], strings.Join(args[1:], " "))
+				}
+			case "metric":
+				metric, _ = strconv.Atoi(args[0])
+			}
+			if cmd == "done" {
+				break
+			}
+		}
+	}
+
+	var zombieRows, rivalRows, rowsRival int
+	if err := db.Pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM writes WHERE writer = 'zombie'),
+		(SELECT count(*) FROM writes WHERE writer = 'rival'),
+		(SELECT count(*) FROM rows WHERE last_writer = 'rival' AND writes = 2)`).Scan(&zombieRows, &rivalRows, &rowsRival); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("paused holder: %d rounds x %d names in %v; holder SIGSTOPped %d times for %v..%v each; "+
+		"zombie writes attempted %d, stale writes accepted %d, rejected %d, coord.fence.rejected %d",
+		rounds, perRound, time.Since(start).Round(time.Millisecond), h.pauses, minDur(stoppedFor), maxDur(stoppedFor),
+		attempted, zombieRows, rejected, metric)
+	want := rounds * perRound
+	switch {
+	case h.pauses != rounds || attempted != want:
+		t.Fatalf("faults: %d pauses, %d zombie writes attempted; want %d and %d", h.pauses, attempted, rounds, want)
+	case zombieRows != 0:
+		t.Fatalf("%d stale writes accepted", zombieRows)
+	case rivalRows != want || rowsRival != want:
+		t.Fatalf("rival writes %d, rows last written by the rival %d; want %d", rivalRows, rowsRival, want)
+	case rejected != want || metric != want:
+		t.Fatalf("rejections %d, counted by coord.fence.rejected %d; want %d", rejected, metric, want)
+	}
+}
+
+func minDur(ds []time.Duration) time.Duration {
+	m := ds[0]
+	for _, d := range ds {
+		m = min(m, d)
+	}
+	return m.Round(time.Millisecond)
+}
+
+func maxDur(ds []time.Duration) time.Duration {
+	m := ds[0]
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m.Round(time.Millisecond)
+}
+
+// dumpActivity logs what every backend is doing, to explain a stuck write.
+func dumpActivity(t *testing.T, db *coordtest.PostgresDB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := db.Pool.Query(ctx, `SELECT pid, state || ' app=' || application_name, coalesce(wait_event_type,''), left(query, 120),
+		coalesce(now() - xact_start, '0'::interval)::text FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		t.Logf("pg_stat_activity: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		var state, wait, query, age string
+		_ = rows.Scan(&pid, &state, &wait, &query, &age)
+		t.Logf("backend %d %s wait=%s xact_age=%s: %s", pid, state, wait, age, query)
+	}
+}
