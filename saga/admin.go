@@ -12,24 +12,24 @@ import (
 
 // Info is a saga as the admin API shows it.
 type Info struct {
-	ID            string
-	Type          string
-	State         State
-	Step          int // running: next step to run; compensating: next step to undo
-	PivotStep     int
-	StepCount     int
-	Attempts      int // failed attempts of the current step or compensation
-	NextAttemptAt time.Time
+	ID            string    // the saga id
+	Type          string    // the definition's name
+	State         State     // current state
+	Step          int       // running: next step to run; compensating: next step to undo
+	PivotStep     int       // index of the pivot
+	StepCount     int       // steps in the definition
+	Attempts      int       // failed attempts of the current step or compensation
+	NextAttemptAt time.Time // when the saga is next due
 	LastError     string
-	Failure       string // the business failure (or cancel) that started compensation
-	Data          json.RawMessage
-	Outputs       map[string]json.RawMessage
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	StateSince    time.Time
-	PivotAt       *time.Time // when the pivot committed; nil before
-	ClaimOwner    *string    // runner holding (or last holding an unreleased) claim
-	ClaimVersion  int64
+	Failure       string                     // the business failure (or cancel) that started compensation
+	Data          json.RawMessage            // the saga data, as committed
+	Outputs       map[string]json.RawMessage // step name -> output
+	CreatedAt     time.Time                  // when it was started
+	UpdatedAt     time.Time                  // last write
+	StateSince    time.Time                  // when it entered its current state
+	PivotAt       *time.Time                 // when the pivot committed; nil before
+	ClaimOwner    *string                    // runner holding (or last holding an unreleased) claim
+	ClaimVersion  int64                      // the fence: bumped by every claim
 }
 
 // Age returns how long the saga has been in its current state, as of now.

@@ -44,6 +44,7 @@ const (
 	Hanging
 )
 
+// String returns ran, duplicate, null_compensation or hanging.
 func (o Outcome) String() string {
 	switch o {
 	case Ran:

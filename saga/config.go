@@ -85,12 +85,12 @@ const (
 
 // Page describes a saga that needs a human.
 type Page struct {
-	SagaID   string
-	Type     string
-	Step     string
-	Attempts int
-	Reason   PageReason
-	Err      error
+	SagaID   string     // the saga
+	Type     string     // its definition's name
+	Step     string     // the step whose action or compensation keeps failing
+	Attempts int        // failed attempts so far
+	Reason   PageReason // why it pages
+	Err      error      // the last error
 }
 
 func (c Config) withDefaults() Config {

@@ -64,6 +64,7 @@ func Fail(err error) error {
 	return &businessError{err: err}
 }
 
+// businessError is what Fail returns.
 type businessError struct{ err error }
 
 func (e *businessError) Error() string        { return "saga: business failure: " + e.err.Error() }
@@ -79,6 +80,7 @@ type DefinitionError struct {
 	Detail string // what exactly is wrong
 }
 
+// Error describes the definition problem.
 func (e *DefinitionError) Error() string {
 	s := fmt.Sprintf("saga %q", e.Saga)
 	if e.Step != "" {
@@ -97,6 +99,7 @@ type AlreadyStartedError struct {
 	Type string // the type of the existing saga
 }
 
+// Error names the reused id.
 func (e *AlreadyStartedError) Error() string {
 	return fmt.Sprintf("saga: %q already started (type %q)", e.ID, e.Type)
 }
@@ -112,6 +115,7 @@ type StateError struct {
 	Want  string // what the operation needs
 }
 
+// Error names the saga, its state and what the operation needs.
 func (e *StateError) Error() string {
 	return fmt.Sprintf("saga %q is %s; %s", e.ID, e.State, e.Want)
 }

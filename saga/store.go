@@ -16,11 +16,11 @@ type State string
 // The states of a saga. Completed and compensated are terminal; needs_human waits
 // for [Client.Resolve].
 const (
-	StateRunning      State = "running"
-	StateCompensating State = "compensating"
-	StateCompleted    State = "completed"
-	StateCompensated  State = "compensated"
-	StateNeedsHuman   State = "needs_human"
+	StateRunning      State = "running"      // moving forward (before or after the pivot)
+	StateCompensating State = "compensating" // undoing completed steps, newest first
+	StateCompleted    State = "completed"    // every step succeeded (terminal)
+	StateCompensated  State = "compensated"  // every completed step undone (terminal)
+	StateNeedsHuman   State = "needs_human"  // a compensation failed CompensationAttempts times; see Client.Resolve
 )
 
 // Terminal reports whether s is completed or compensated.
