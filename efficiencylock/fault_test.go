@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -173,13 +174,21 @@ func (tr *trial) holders() []*guardRec {
 	return out
 }
 
-// freshHolders waits until a guard that acquired less than maxAge ago holds the
-// lock, so the fault lands well inside its job, and returns the current holders.
-func (tr *trial) freshHolders(maxAge time.Duration) []*guardRec {
+// faultPhase picks how far into a holder's job (and so into its refresh period)
+// the next fault lands: uniform in [100ms, 1.1s), a window of 100ms.
+func faultPhase() (minAge, maxAge time.Duration) {
+	minAge = 100*time.Millisecond + rand.N(time.Second)
+	return minAge, minAge + 100*time.Millisecond
+}
+
+// freshHolders waits until a guard that acquired between minAge and maxAge ago
+// holds the lock, so the fault lands inside its job after it applied a few steps,
+// and returns the current holders.
+func (tr *trial) freshHolders(minAge, maxAge time.Duration) []*guardRec {
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		held := tr.holders()
 		for _, g := range held {
-			if time.Since(g.acquiredAt) < maxAge {
+			if age := time.Since(g.acquiredAt); age >= minAge && age < maxAge {
 				return held
 			}
 		}
@@ -271,7 +280,7 @@ func TestFaultRedisPausedPastTTL(t *testing.T) {
 	var learned []time.Duration
 	var heldAtFault int
 	tr.run(rounds, func(int) {
-		held := tr.freshHolders(time.Second)
+		held := tr.freshHolders(faultPhase())
 		heldAtFault += len(held)
 		at := time.Now()
 		if err := srv.Pause(); err != nil {
@@ -304,7 +313,7 @@ func TestFaultRedisRestartedEmpty(t *testing.T) {
 	var learned []time.Duration
 	var heldAtFault int
 	tr.run(rounds, func(int) {
-		held := tr.freshHolders(time.Second)
+		held := tr.freshHolders(faultPhase())
 		heldAtFault += len(held)
 		at := time.Now()
 		srv.RestartEmpty(t)
