@@ -11,21 +11,28 @@ import (
 
 // runVet builds coordvet (its own module, cmd/coordvet) and runs it as a go vet
 // tool over two samples: one that commits and then publishes (a dual write), and
-// its fix through the outbox. Run from the repository root.
+// its fix through the outbox. It needs the repository (and the go command).
 func runVet(ctx context.Context, e *env) (string, bool) {
 	dir, err := os.MkdirTemp("", "coorddemo-vet-")
 	if err != nil {
 		return err.Error(), false
 	}
 	defer os.RemoveAll(dir)
+	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(gomod)), "go.mod") {
+		return "run the demo inside the coordkit repository (go env GOMOD found no module)", false
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	tool := filepath.Join(dir, "coordvet")
 	build := exec.CommandContext(ctx, "go", "build", "-o", tool, ".")
-	build.Dir = filepath.Join("cmd", "coordvet")
+	build.Dir = filepath.Join(root, "cmd", "coordvet")
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Sprintf("build coordvet (run the demo from the repository root): %v\n%s", err, out), false
+		return fmt.Sprintf("build coordvet: %v\n%s", err, out), false
 	}
 	vet := func(pkg string) (findings []string, err error) {
-		out, err := exec.CommandContext(ctx, "go", "vet", "-vettool="+tool, pkg).CombinedOutput()
+		cmd := exec.CommandContext(ctx, "go", "vet", "-vettool="+tool, pkg)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
 		for _, line := range strings.Split(string(out), "\n") {
 			if strings.Contains(line, ": dualwrite: ") {
 				findings = append(findings, line)
