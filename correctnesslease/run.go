@@ -107,7 +107,7 @@ func Run(ctx context.Context, s *Session, name string, fn func(ctx context.Conte
 			continue
 		}
 		attempt = 0
-		done, ferr, lost := term(ctx, l, fn, o, sess.in, clk)
+		done, lost, ferr := term(ctx, l, fn, o, sess.in, clk)
 		if done {
 			return ferr
 		}
@@ -122,7 +122,7 @@ func Run(ctx context.Context, s *Session, name string, fn func(ctx context.Conte
 
 // term runs one term of leadership. done reports that Run must return err.
 func term(ctx context.Context, l *Lease, fn func(context.Context, coord.Token) error, o RunOpts,
-	in *instruments, clk coord.Clock) (done bool, err error, lost *coord.AuthorityLostError) {
+	in *instruments, clk coord.Clock) (done bool, lost *coord.AuthorityLostError, err error) {
 	tok := l.Token()
 	in.elected(l.prefix)
 	if o.OnElected != nil {
@@ -141,7 +141,7 @@ func term(ctx context.Context, l *Lease, fn func(context.Context, coord.Token) e
 			if o.OnLost != nil {
 				o.OnLost(tok, coord.LossReleased, err)
 			}
-			return true, err, nil
+			return true, nil, err
 		}
 	case <-l.Context().Done():
 		lost = l.lossErr()
@@ -159,5 +159,5 @@ func term(ctx context.Context, l *Lease, fn func(context.Context, coord.Token) e
 	if o.OnLost != nil {
 		o.OnLost(tok, lost.Reason, lost)
 	}
-	return false, err, lost
+	return false, lost, err
 }
