@@ -1,0 +1,45 @@
+package natsjs_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func randomName() string {
+	b := make([]byte, 5)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// jetStream connects to the local nats-server and creates a stream capturing
+// prefix.> with the given duplicate window; both are removed when the test ends.
+func jetStream(t *testing.T, dupWindow time.Duration) (url string, js jetstream.JetStream, stream, prefix string) {
+	t.Helper()
+	url = coordtest.NATSURL(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatalf("nats connect %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err = jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := randomName()
+	stream, prefix = "OUTBOX_"+name, "outbox"+name
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{prefix + ".>"},
+		Duplicates: dupWindow, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatalf("create stream (is JetStream enabled? nats-server -js): %v", err)
+	}
+	t.Cleanup(func() { js.DeleteStream(context.Background(), stream) })
+	return url, js, stream, prefix
+}

@@ -1,0 +1,288 @@
+package natsjs_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/natsjs"
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The child relay: the test binary re-executed with these variables set.
+const (
+	childEnv       = "OUTBOX_CHILD_RELAY"        // Postgres URL (with search_path)
+	childNATSEnv   = "OUTBOX_CHILD_NATS"         // NATS URL
+	childPrefixEnv = "OUTBOX_CHILD_PREFIX"       // subject prefix
+	publishedLine  = "CHILD PUBLISHED, NOT MARKED" // printed between publish and mark
+)
+
+const table = "ob"
+
+func relayConfig() outbox.Config {
+	return outbox.Config{Table: table, BatchSize: 25, PollInterval: 20 * time.Millisecond,
+		Backoff: coord.Backoff{Base: 10 * time.Millisecond, Cap: 200 * time.Millisecond}}
+}
+
+// evidence wraps a publisher: after each successful batch it records every
+// event id it published in the attempts table (autocommit, so it survives a
+// kill) and then calls after (the child prints and sleeps there: the kill window
+// between publish and mark).
+type evidence struct {
+	inner outbox.Publisher
+	db    *pgxpool.Pool
+	relay string
+	after func()
+}
+
+func (e *evidence) Publish(ctx context.Context, msgs []outbox.Message) []error {
+	errs := e.inner.Publish(ctx, msgs)
+	var ids []string
+	for i, m := range msgs {
+		if errs == nil || errs[i] == nil {
+			ids = append(ids, m.ID.String())
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := e.db.Exec(ctx, `INSERT INTO attempts (event_id, relay) SELECT unnest($1::text[]), $2`, ids, e.relay); err != nil {
+			fmt.Fprintln(os.Stderr, "evidence:", err)
+		}
+		if e.after != nil {
+			e.after()
+		}
+	}
+	return errs
+}
+
+func runChildRelay() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	pool, err := pgxpool.New(ctx, os.Getenv(childEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer pool.Close()
+	nc, err := nats.Connect(os.Getenv(childNATSEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	prefix := os.Getenv(childPrefixEnv)
+	ob, _ := outbox.New(relayConfig())
+	pub := &evidence{inner: natsjs.New(js, &natsjs.Options{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }}),
+		db: pool, relay: "child", after: func() {
+			fmt.Println(publishedLine)
+			time.Sleep(300 * time.Millisecond) // the parent kills us here
+		}}
+	r, _ := ob.NewRelay(pool, pub)
+	if err := r.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// Two relays — one in this process, one a child process that is SIGKILLed
+// between publishing a batch and marking it, again and again — publish to a real
+// JetStream stream while producers keep writing. The stream's duplicate window is
+// tiny, so re-published events reach the consumer, and the inbox is what keeps
+// its effects exactly-once. Asserted: every committed event has exactly one
+// effect (0 lost), duplicates were published (and counted), per-key order of
+// effects never broke, and the kills happened.
+func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
+	kills := 20
+	if os.Getenv("COORD_FULL") != "" {
+		kills = 100
+	}
+	natsURL, js, stream, prefix := jetStream(t, 100*time.Millisecond) // the server minimum; kills come 300 ms after publishing
+	db := coordtest.Postgres(t)
+	ctx := context.Background()
+	ob, err := outbox.New(relayConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := outbox.NewInbox(outbox.InboxConfig{Table: "inbox"})
+	if err := in.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE attempts (event_id text NOT NULL, relay text NOT NULL)`,
+		`CREATE TABLE effects (key text NOT NULL, n int NOT NULL, PRIMARY KEY (key, n))`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Producers: 12 keys, events numbered per key.
+	const keys = 12
+	pctx, stopProducers := context.WithCancel(ctx)
+	var produced atomic.Int64
+	var pwg sync.WaitGroup
+	for p := range 3 {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			next := map[string]int{}
+			for i := 0; pctx.Err() == nil; i++ {
+				key := fmt.Sprintf("p%dk%d", p, i%(keys/3))
+				n := next[key]
+				err := pgx.BeginFunc(pctx, db.Pool, func(tx pgx.Tx) error {
+					_, err := ob.EnqueueTx(pctx, tx, outbox.Event{Topic: "orders", Key: key, Type: "order.updated", Payload: []byte(key + ":" + strconv.Itoa(n))})
+					return err
+				})
+				if err != nil {
+					if pctx.Err() == nil {
+						t.Errorf("producer: %v", err)
+					}
+					return
+				}
+				next[key] = n + 1
+				produced.Add(1)
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+
+	// Consumer: ordered JetStream consumer → inbox → effects, checking order.
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var delivered, dupSkipped, applied, violations atomic.Int64
+	cctx, stopConsumer := context.WithCancel(ctx)
+	consumerDone := make(chan struct{})
+	go func() {
+		defer close(consumerDone)
+		for cctx.Err() == nil {
+			batch, err := cons.Fetch(200, jetstream.FetchMaxWait(500*time.Millisecond))
+			if err != nil {
+				continue
+			}
+			for m := range batch.Messages() {
+				delivered.Add(1)
+				key, ns, _ := strings.Cut(string(m.Data()), ":")
+				n, _ := strconv.Atoi(ns)
+				err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+					ok, err := in.ProcessTx(ctx, tx, "effects", m.Headers().Get(outbox.HeaderEventID), func(ctx context.Context, tx pgx.Tx) error {
+						var last int
+						if err := tx.QueryRow(ctx, `SELECT coalesce(max(n), -1) FROM effects WHERE key = $1`, key).Scan(&last); err != nil {
+							return err
+						}
+						if n != last+1 {
+							violations.Add(1)
+							t.Errorf("order violated at the consumer: key %s effect %d after %d", key, n, last)
+						}
+						_, err := tx.Exec(ctx, `INSERT INTO effects (key, n) VALUES ($1, $2)`, key, n)
+						return err
+					})
+					if err == nil {
+						if ok {
+							applied.Add(1)
+						} else {
+							dupSkipped.Add(1)
+						}
+					}
+					return err
+				})
+				if err != nil {
+					t.Errorf("consumer: %v", err)
+				}
+			}
+		}
+	}()
+
+	// The in-process relay (slowed a little so the child always finds work).
+	local, _ := ob.NewRelay(db.Pool, &evidence{inner: natsjs.New(js, &natsjs.Options{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }}),
+		db: db.Pool, relay: "local", after: func() { time.Sleep(5 * time.Millisecond) }})
+	rctx, stopLocal := context.WithCancel(ctx)
+	localDone := make(chan struct{})
+	go func() { local.Run(rctx); close(localDone) }()
+
+	// The child relay, killed between publish and mark.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Setenv(childEnv, db.URL)
+	os.Setenv(childNATSEnv, natsURL)
+	os.Setenv(childPrefixEnv, prefix)
+	child := coordtest.StartProcess(t, "child relay", self, "-test.run=^$")
+	os.Unsetenv(childEnv)
+	killsAfterPublish := 0
+	for i := range kills {
+		if i > 0 {
+			os.Setenv(childEnv, db.URL)
+			err := child.Start()
+			os.Unsetenv(childEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		child.WaitOutput(t, publishedLine, 60*time.Second)
+		child.Kill()
+		killsAfterPublish++
+	}
+	stopProducers()
+	pwg.Wait()
+
+	// Drain with the surviving relay; wait for every committed event's effect.
+	total := produced.Load()
+	deadline := time.Now().Add(120 * time.Second)
+	var effects int64
+	for {
+		db.Pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&effects)
+		if effects >= total || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopLocal()
+	<-localDone
+	time.Sleep(700 * time.Millisecond) // let the consumer see any late duplicate
+	stopConsumer()
+	<-consumerDone
+
+	var pubs, distinct, childPubs int64
+	db.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT event_id), count(*) FILTER (WHERE relay = 'child') FROM attempts`).Scan(&pubs, &distinct, &childPubs)
+	var pending int64
+	db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE published_at IS NULL`).Scan(&pending)
+	t.Logf("kills between publish and mark: %d (process kills %d); events committed %d; effects %d; lost %d; "+
+		"publications %d for %d distinct events (%d duplicates, %d by the killed child); deliveries %d, inbox skipped %d duplicates; order violations %d; unpublished left %d",
+		killsAfterPublish, child.Stats().Kills, total, effects, total-effects, pubs, distinct, pubs-distinct, childPubs,
+		delivered.Load(), dupSkipped.Load(), violations.Load(), pending)
+	switch {
+	case child.Stats().Kills < kills:
+		t.Fatalf("only %d kills, want %d", child.Stats().Kills, kills)
+	case effects != total || applied.Load() != total:
+		t.Fatalf("effects %d (applied %d), want exactly %d: lost or doubled", effects, applied.Load(), total)
+	case pubs-distinct == 0:
+		t.Fatal("no duplicate publication observed: the kill window was not hit")
+	case dupSkipped.Load() == 0:
+		t.Fatal("the inbox never skipped a duplicate delivery")
+	case violations.Load() != 0:
+		t.Fatalf("%d order violations", violations.Load())
+	case pending != 0:
+		t.Fatalf("%d events left unpublished", pending)
+	}
+}
