@@ -13,9 +13,22 @@ import (
 
 func fullTier() bool { return os.Getenv("COORD_FULL") == "1" }
 
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAllMembersStoppedAndClientRestarted freezes every etcd member (SIGSTOP) for
 // the outage (12 s by default, 60 s with COORD_FULL=1) and restarts the client
-// half way through (a second New from StatePath with a fresh etcd client). Every
+// half way through (a second New, with a fresh etcd client, from a copy of the
+// state files taken while the first cache was still running — what a crash
+// leaves behind). Every
 // read must be served, staleness must grow monotonically and stay within 1 s of
 // the truth (time since the freeze), and the fail-closed class must fail at its
 // threshold ± 1 s while the other keys keep serving.
@@ -63,12 +76,18 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 	c := c1
 	for truth := time.Since(frozen); truth < outage; truth = time.Since(frozen) {
 		if restarts == 0 && truth > outage/2 {
-			// The client process restarts while etcd is frozen.
+			// The client process crashes and restarts while etcd is frozen: the
+			// new process gets the state files exactly as the running one left
+			// them (copied before Close, so Close's final flush does not help).
+			crashed := cfg
+			crashed.StatePath = filepath.Join(t.TempDir(), "state")
+			copyFile(t, cfg.StatePath, crashed.StatePath)
+			copyFile(t, cfg.StatePath+".confirmed", crashed.StatePath+".confirmed")
 			if err := c1.Close(); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			c = mustNew(t, coordtest.NewEtcdClient(t, cluster.Endpoints()...), cfg)
+			c = mustNew(t, coordtest.NewEtcdClient(t, cluster.Endpoints()...), crashed)
 			restartTook = time.Since(start)
 			restarts++
 			diskRev = c.Get().Revision

@@ -13,6 +13,7 @@ const (
 	SourceDisk
 )
 
+// String returns "live", "disk" or "unknown".
 func (s Source) String() string {
 	switch s {
 	case SourceLive:
