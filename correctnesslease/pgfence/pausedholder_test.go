@@ -158,7 +158,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 	}
 	etcd := coordtest.Etcd(t)
 	db := coordtest.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*30*time.Second)
 	defer cancel()
 	f, err := pgfence.New(pgfence.Config{})
 	if err != nil {

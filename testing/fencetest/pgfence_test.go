@@ -99,3 +99,10 @@ func TestPgfenceRowConforms(t *testing.T) {
 	}
 	fencetest.Run(t, rowResource{pool: db.Pool, u: u}, fencetest.Config{Endpoints: etcd.Endpoints})
 }
+
+// The example's in-memory resource passes the kit too.
+func TestExampleLedgerConforms(t *testing.T) {
+	t.Parallel()
+	etcd := coordtest.Etcd(t)
+	fencetest.Run(t, &ledger{highest: map[string]coord.Token{}, values: map[string]string{}}, fencetest.Config{Endpoints: etcd.Endpoints})
+}
