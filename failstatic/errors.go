@@ -40,6 +40,7 @@ type StaleError struct {
 	Max       time.Duration // the class's MaxStaleness
 }
 
+// Error describes the failure.
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("failstatic: key class %q is %v stale, max %v: failing closed", e.Class, e.Staleness.Round(time.Millisecond), e.Max)
 }
@@ -55,6 +56,7 @@ type StateFileError struct {
 	Err    error
 }
 
+// Error describes the failure.
 func (e *StateFileError) Error() string {
 	s := fmt.Sprintf("failstatic: state file %s unusable: %s", e.Path, e.Reason)
 	if e.Err != nil {
@@ -77,6 +79,7 @@ type RejectedError struct {
 	Err      error
 }
 
+// Error describes the failure.
 func (e *RejectedError) Error() string {
 	return fmt.Sprintf("failstatic: snapshot at revision %d rejected by %s: %v", e.Revision, e.Stage, e.Err)
 }

@@ -6,8 +6,9 @@ import "sync"
 // since the previously adopted one, sorted by revision), in adoption order, one
 // call at a time, on a goroutine of its own: a slow fn delays only itself (its
 // pending snapshots queue up) and never the watch. The returned stop function
-// ends the subscription without waiting for a running fn; Close ends every
-// subscription and waits for them.
+// ends the subscription without waiting for a running fn (updates already queued
+// are still delivered); Close ends every subscription and waits for running
+// callbacks to return, so fn must not block forever.
 func (c *Cache[T]) Subscribe(fn func(s Snapshot[T], changes []Change)) (stop func()) {
 	return c.subs.add(fn)
 }
