@@ -19,8 +19,8 @@
 //
 // The fix: take the token from (*correctnesslease.Lease).Token() or the tok
 // parameter of correctnesslease.Run; a resource that receives a token over the
-// wire parses it with coord.ParseToken. A test that needs the zero token
-// declares it: var zero coord.Token.
+// wire parses it with coord.ParseToken. Code that needs the zero token
+// declares it (var zero coord.Token) and tests for it with tok.IsZero().
 //
 // Bad:
 //

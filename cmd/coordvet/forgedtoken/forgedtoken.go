@@ -25,7 +25,7 @@ var Analyzer = &analysis.Analyzer{
 const (
 	coordPkg = vetutil.SDK + "/coord"
 	rule     = "RFC MUST 3 (the fencing token is the create revision etcd assigned to the holder's key)"
-	fix      = "take the token from (*correctnesslease.Lease).Token() or Run's tok parameter, parse one from the wire with coord.ParseToken, or declare the zero token in a test with `var zero coord.Token`"
+	fix      = "take the token from (*correctnesslease.Lease).Token() or Run's tok parameter, parse one from the wire with coord.ParseToken, declare the zero token with `var zero coord.Token`, and test for it with tok.IsZero()"
 )
 
 func run(pass *analysis.Pass) (any, error) {

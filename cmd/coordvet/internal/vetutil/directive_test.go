@@ -43,7 +43,7 @@ func TestCovers(t *testing.T) {
 
 func TestDocExtraction(t *testing.T) {
 	src := "// Package x does x.\n//\n// # Analyzer x\n//\n// x: summary\n//\n// Body.\n//\n// # Other\n//\n// Not this.\npackage x\n"
-	if got, want := Doc(src, "x"), "x: summary\n\nBody."; got != want {
+	if got, want := Doc(src, "x"), "summary\n\nBody."; got != want {
 		t.Fatalf("Doc = %q, want %q", got, want)
 	}
 	defer func() {

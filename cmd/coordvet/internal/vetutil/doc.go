@@ -9,7 +9,7 @@ import (
 
 // Doc extracts an analyzer's documentation from the source of its doc.go: the
 // package comment's text after the "# Analyzer <name>" heading, up to the next
-// heading. doc.go is the single source; the analyzer's Doc and docs/vet.md are
+// heading, without the "<name>: " that starts it (the x/tools convention). doc.go is the single source; the analyzer's Doc and docs/vet.md are
 // both derived from it. Doc panics if the heading is missing, so a broken doc.go
 // fails every test of the analyzer.
 func Doc(src, name string) string {
@@ -25,5 +25,10 @@ func Doc(src, name string) string {
 	if i := strings.Index(rest, "\n# "); i >= 0 {
 		rest = rest[:i+1]
 	}
-	return strings.TrimSpace(rest)
+	rest = strings.TrimSpace(rest)
+	summary, ok := strings.CutPrefix(rest, name+": ")
+	if !ok {
+		panic(fmt.Sprintf("coordvet: doc.go of %s: the section must start with %q", name, name+": <summary>"))
+	}
+	return summary
 }
