@@ -134,13 +134,14 @@ func BenchmarkEfficiencyLockSequential(b *testing.B) {
 // BenchmarkEfficiencyLockParallel16: 16 goroutines, each on its own key, run a
 // block of acquire+release per implementation, implementations in rotating order;
 // reports op/s per implementation and throughput ratios. One b.N iteration is one
-// block (16 × 50 operations) of every implementation.
+// block (16 × 25 operations) of every implementation.
 func BenchmarkEfficiencyLockParallel16(b *testing.B) {
-	const goroutines, perG = 16, 50
+	const goroutines, perG = 16, 25
 	impls, _ := lockImpls(b)
 	ctx := context.Background()
 	elapsed := make([]time.Duration, len(impls))
 	ops := make([]int, len(impls))
+	var roundRaw, roundRedislock, roundRedsync []float64 // per-round ratios ours ÷ peer
 	block := func(im lockImpl) time.Duration {
 		var wg sync.WaitGroup
 		errs := make(chan error, goroutines)
@@ -169,11 +170,17 @@ func BenchmarkEfficiencyLockParallel16(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
+		var round [4]time.Duration
 		for j := range impls {
 			k := (i + j) % len(impls)
-			elapsed[k] += block(impls[k])
+			round[k] = block(impls[k])
+			elapsed[k] += round[k]
 			ops[k] += goroutines * perG
 		}
+		// Same op count per block: the throughput ratio is the inverse time ratio.
+		roundRaw = append(roundRaw, float64(round[0])/float64(round[1]))
+		roundRedislock = append(roundRedislock, float64(round[2])/float64(round[1]))
+		roundRedsync = append(roundRedsync, float64(round[3])/float64(round[1]))
 	}
 	b.StopTimer()
 	rate := make([]float64, len(impls))
@@ -184,4 +191,27 @@ func BenchmarkEfficiencyLockParallel16(b *testing.B) {
 	b.ReportMetric(rate[1]/rate[0], "ours/raw-tput")
 	b.ReportMetric(rate[1]/rate[2], "ours/redislock-tput")
 	b.ReportMetric(rate[1]/rate[3], "ours/redsync-tput")
+	// The median of the per-round ratios resists the load other processes put on
+	// the machine in bursts better than the ratio of totals.
+	median := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+	b.ReportMetric(median(roundRaw), "ours/raw-tput-median")
+	b.ReportMetric(median(roundRedislock), "ours/redislock-tput-median")
+	b.ReportMetric(median(roundRedsync), "ours/redsync-tput-median")
+}
+
+// BenchmarkEfficiencyLockOps: each implementation alone, for ns/op and allocations
+// (run with -benchmem). Not interleaved: use the two benchmarks above for ratios.
+func BenchmarkEfficiencyLockOps(b *testing.B) {
+	impls, _ := lockImpls(b)
+	ctx := context.Background()
+	for _, im := range impls {
+		b.Run(im.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := im.op(ctx, "ops"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -22,7 +22,7 @@ type Lock struct {
 	name   string
 	key    string
 	value  string
-	parent context.Context // values of the acquiring context, without its cancellation
+	acqCtx context.Context // the acquiring context: its values, never its cancellation, are used
 
 	refreshMu sync.Mutex // serialises refresh round trips (manual and automatic)
 
@@ -48,7 +48,7 @@ func validity(sent time.Time, ttl time.Duration) time.Time {
 func newLock(ctx context.Context, l *Locker, name, key, value string, ttl time.Duration, sent time.Time, auto bool) *Lock {
 	k := &Lock{
 		locker: l, name: name, key: key, value: value,
-		parent: context.WithoutCancel(ctx),
+		acqCtx: ctx,
 		ttl:    ttl, validUntil: validity(sent, ttl),
 	}
 	if auto {
@@ -61,6 +61,9 @@ func newLock(ctx context.Context, l *Locker, name, key, value string, ttl time.D
 	}
 	return k
 }
+
+// parent returns the values of the acquiring context without its cancellation.
+func (k *Lock) parent() context.Context { return context.WithoutCancel(k.acqCtx) }
 
 // Name returns the lock's name.
 func (k *Lock) Name() string { return k.name }
@@ -87,7 +90,7 @@ func (k *Lock) ensureContextLocked() {
 	if k.ctx != nil {
 		return
 	}
-	k.ctx, k.cancel = context.WithCancelCause(k.parent)
+	k.ctx, k.cancel = context.WithCancelCause(k.parent())
 	switch {
 	case k.lost != nil:
 		k.cancel(k.lost)
@@ -136,8 +139,9 @@ func (k *Lock) reportLoss(lost *LostError) {
 		return
 	}
 	l := k.locker
-	l.in.lockLost(k.parent, lost.Reason)
-	l.log.WarnContext(k.parent, "efficiencylock: lock lost; another holder may run the same work",
+	ctx := k.parent()
+	l.in.lockLost(ctx, lost.Reason)
+	l.log.WarnContext(ctx, "efficiencylock: lock lost; another holder may run the same work",
 		slog.String("lock", k.name), slog.String("loss", string(lost.Reason)), slog.Any("error", lost.Err))
 }
 
@@ -238,7 +242,7 @@ func (k *Lock) refreshFailed(lost *LostError) {
 	if lost == nil {
 		return
 	}
-	k.locker.in.refreshFailed(k.parent, lost.Reason)
+	k.locker.in.refreshFailed(k.parent(), lost.Reason)
 	k.reportLoss(lost)
 }
 
