@@ -1,0 +1,89 @@
+package correctnesslease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// TestTelemetry: acquisitions, step-downs by reason, renew latency, time as
+// holder, keepalive calls and the Acquire span, through a real OTel SDK.
+func TestTelemetry(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer func() { _ = mp.Shutdown(ctx); _ = tp.Shutdown(ctx) }()
+
+	failing := make(chan struct{})
+	ka := func(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+		select {
+		case <-failing:
+			return nil, errors.New("injected: unreachable")
+		default:
+			return cli.KeepAliveOnce(ctx, id)
+		}
+	}
+	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL, MeterProvider: mp, TracerProvider: tp, keepAliveOnce: ka})
+	l, err := Acquire(ctx, s, "metered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(testTTL / 2) // at least one successful keepalive
+	close(failing)
+	waitDone(t, s.Done(), testTTL, "step-down") // closed after every lease recorded its loss
+	if lossReason(l.Err()) != coord.LossRenewalDeadline {
+		t.Fatalf("lease: %v", l.Err())
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]int64{}
+	hists := map[string]uint64{}
+	var stepReason string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					sums[m.Name] += dp.Value
+					if m.Name == coord.MetricLeaseStepDowns {
+						v, _ := dp.Attributes.Value(attribute.Key(coord.AttrReason))
+						stepReason = v.AsString()
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					hists[m.Name] += dp.Count
+				}
+			}
+		}
+	}
+	if sums[coord.MetricLeaseAcquisitions] != 1 || sums[coord.MetricLeaseStepDowns] != 1 ||
+		stepReason != string(coord.LossRenewalDeadline) || sums[coord.MetricKeepaliveRPCs] < 2 ||
+		hists[coord.MetricLeaseRenewLatency] < 1 || hists[coord.MetricLeaseHeldSeconds] != 1 {
+		t.Fatalf("metrics: sums %v, histograms %v, step-down reason %q", sums, hists, stepReason)
+	}
+	names := map[string]bool{}
+	for _, sp := range spans.Ended() {
+		names[sp.Name()] = true
+	}
+	if !names["correctnesslease.NewSession"] || !names["correctnesslease.Acquire"] {
+		t.Fatalf("spans: %v", names)
+	}
+}
