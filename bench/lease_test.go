@@ -27,7 +27,7 @@ import (
 // and with the minimal fenced lock one would write by hand, on one embedded etcd,
 // interleaved operation by operation so the busy machine affects all alike.
 //
-//	cd bench && go test -run '^$' -bench 'Lease' -benchtime 200x .
+//	cd bench && go test -run '^$' -bench 'Lease' -benchtime 20x -timeout 30m .
 
 var leaseQuiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -67,57 +67,17 @@ func leaseMs(d time.Duration) float64 { return float64(d) / float64(time.Millise
 func BenchmarkLeaseAcquireRelease(b *testing.B) {
 	e := coordtest.Etcd(b)
 	cli := e.Client(b)
-	ctx := context.Background()
 	es := leaseEtcdSession(b, cli, 15)
 	ours := leaseSession(b, cli, "bench", 15*time.Second)
-
 	fencedKey := "/tenants/bench/locks/fenced"
 	mutex := concurrency.NewMutex(es, "/tenants/bench/elections/mutex")
 	election := concurrency.NewElection(es, "/tenants/bench/elections/election")
 
 	var fenced, mu, el, acq []time.Duration
 	for b.Loop() {
-		// Minimal fenced lock: put-if-absent with the lease, token = create
-		// revision; delete guarded by that revision.
-		t0 := time.Now()
-		r, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(fencedKey), "=", 0)).
-			Then(clientv3.OpPut(fencedKey, "", clientv3.WithLease(es.Lease()))).Commit()
-		if err != nil || !r.Succeeded {
-			b.Fatalf("fenced lock: %v %v", r, err)
+		for range leaseRounds {
+			leaseRound(b, cli, es, ours, fencedKey, mutex, election, &fenced, &mu, &el, &acq)
 		}
-		if _, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(fencedKey), "=", r.Header.Revision)).
-			Then(clientv3.OpDelete(fencedKey)).Commit(); err != nil {
-			b.Fatal(err)
-		}
-		fenced = append(fenced, time.Since(t0))
-
-		t0 = time.Now()
-		if err := mutex.Lock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := mutex.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		mu = append(mu, time.Since(t0))
-
-		t0 = time.Now()
-		if err := election.Campaign(ctx, "v"); err != nil {
-			b.Fatal(err)
-		}
-		if err := election.Resign(ctx); err != nil {
-			b.Fatal(err)
-		}
-		el = append(el, time.Since(t0))
-
-		t0 = time.Now()
-		l, err := correctnesslease.Acquire(ctx, ours, "lease")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-		acq = append(acq, time.Since(t0))
 	}
 	b.ReportMetric(leaseMs(leaseP50(fenced)), "fencedtxn-p50-ms")
 	b.ReportMetric(leaseMs(leaseP50(mu)), "mutex-p50-ms")
@@ -126,6 +86,58 @@ func BenchmarkLeaseAcquireRelease(b *testing.B) {
 	b.ReportMetric(float64(leaseP50(acq))/float64(leaseP50(fenced)), "acquire/fencedtxn")
 	b.ReportMetric(float64(leaseP50(acq))/float64(leaseP50(el)), "acquire/election")
 	b.ReportMetric(float64(leaseP50(acq))/float64(leaseP50(mu)), "acquire/mutex")
+	b.ReportMetric(float64(len(acq)), "samples")
+}
+
+// leaseRounds is the number of interleaved rounds per benchmark iteration, so
+// that -benchtime 20x gives 1,000 samples per variant.
+const leaseRounds = 50
+
+// leaseRound times one acquire+release of each variant.
+func leaseRound(b *testing.B, cli *clientv3.Client, es *concurrency.Session, ours *correctnesslease.Session,
+	fencedKey string, mutex *concurrency.Mutex, election *concurrency.Election, fenced, mu, el, acq *[]time.Duration) {
+	ctx := context.Background()
+	// Minimal fenced lock: put-if-absent with the lease, token = create
+	// revision; delete guarded by that revision.
+	t0 := time.Now()
+	r, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(fencedKey), "=", 0)).
+		Then(clientv3.OpPut(fencedKey, "", clientv3.WithLease(es.Lease()))).Commit()
+	if err != nil || !r.Succeeded {
+		b.Fatalf("fenced lock: %v %v", r, err)
+	}
+	if _, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(fencedKey), "=", r.Header.Revision)).
+		Then(clientv3.OpDelete(fencedKey)).Commit(); err != nil {
+		b.Fatal(err)
+	}
+	*fenced = append(*fenced, time.Since(t0))
+
+	t0 = time.Now()
+	if err := mutex.Lock(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := mutex.Unlock(ctx); err != nil {
+		b.Fatal(err)
+	}
+	*mu = append(*mu, time.Since(t0))
+
+	t0 = time.Now()
+	if err := election.Campaign(ctx, "v"); err != nil {
+		b.Fatal(err)
+	}
+	if err := election.Resign(ctx); err != nil {
+		b.Fatal(err)
+	}
+	*el = append(*el, time.Since(t0))
+
+	t0 = time.Now()
+	l, err := correctnesslease.Acquire(ctx, ours, "lease")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+	*acq = append(*acq, time.Since(t0))
 }
 
 // BenchmarkLeaseContended16: 16 contenders, each with its own session, hand one
