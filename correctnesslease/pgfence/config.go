@@ -28,7 +28,8 @@ type Config struct {
 	// MeterProvider provides the coord.fence.rejected counter. Default
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
-	// Logger receives a warning for every rejected token. Default slog.Default().
+	// Logger receives a warning for every rejected token. Default slog.Default()
+	// (looked up at each rejection, so slog.SetDefault applies).
 	Logger *slog.Logger
 }
 
@@ -46,9 +47,6 @@ func (c *Config) validate() error {
 	}
 	if c.MeterProvider == nil {
 		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	return nil
 }

@@ -19,6 +19,10 @@
 //     fence table. When no row matched it tells a stale token
 //     ([*coord.StaleTokenError]) from a missing row ([ErrRowNotFound]).
 //
+// The package-level [Migrate], [GuardTx] and [Exec] use the default Config (table
+// "coord_fences"); [New] builds a Fence with another table, schema, meter provider or
+// logger.
+//
 // Every rejection is logged and counted in coord.fence.rejected with the lease name
 // (attribute coord.lease): alert on it — a stale holder was stopped, find out why
 // it was stale. Table and column names are validated and always quoted with

@@ -137,7 +137,11 @@ func (f *Fence) Highest(ctx context.Context, db DBTX, lease string) (int64, erro
 
 func (f *Fence) reject(ctx context.Context, tok coord.Token, highest int64) error {
 	f.rejected.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(attribute.String(coord.AttrLease, tok.Lease())))
-	f.logger.WarnContext(ctx, "pgfence: stale fencing token rejected",
+	logger := f.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.WarnContext(ctx, "pgfence: stale fencing token rejected",
 		slog.String(coord.AttrLease, tok.Lease()),
 		slog.Int64("presented", tok.Revision()),
 		slog.Int64("highest", highest))

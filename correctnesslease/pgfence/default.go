@@ -1,0 +1,35 @@
+package pgfence
+
+import (
+	"context"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/jackc/pgx/v5"
+)
+
+// std is the Fence of the zero Config: table "coord_fences" on the search_path,
+// the global MeterProvider (otel's delegating provider, so a provider installed
+// later still receives the counter) and slog.Default(). It is never modified.
+var std = func() *Fence {
+	f, err := New(Config{})
+	if err != nil {
+		panic("pgfence: default config: " + err.Error()) // the zero Config is valid
+	}
+	return f
+}()
+
+// Migrate is Fence.Migrate with the default Config (table "coord_fences").
+func Migrate(ctx context.Context, db Beginner) error { return std.Migrate(ctx, db) }
+
+// GuardTx is Fence.GuardTx with the default Config (table "coord_fences"): it
+// records tok, locks the lease's fence row until tx ends, and returns a
+// *coord.StaleTokenError when a newer token was recorded. See Fence.GuardTx.
+func GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
+	return std.GuardTx(ctx, tx, tok)
+}
+
+// Exec is Fence.Exec with the default Config (table "coord_fences"): begin,
+// GuardTx, fn, commit. See Fence.Exec.
+func Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(tx pgx.Tx) error) error {
+	return std.Exec(ctx, db, tok, fn)
+}
