@@ -85,7 +85,13 @@ var diagLine = regexp.MustCompile(`^(?:\./)?([^:\s]+\.go):(\d+):\d+: (pavedroad|
 // go vet's whole output, and how long it took.
 func vet(t *testing.T, bin, dir string, env ...string) ([]finding, string, time.Duration) {
 	t.Helper()
-	cmd := exec.Command("go", "vet", "-vettool="+bin, "./...")
+	return runTool(t, dir, exec.Command("go", "vet", "-vettool="+bin, "./..."), env...)
+}
+
+// runTool runs cmd in dir and collects the coordvet findings it prints, with
+// file names relative to dir.
+func runTool(t *testing.T, dir string, cmd *exec.Cmd, env ...string) ([]finding, string, time.Duration) {
+	t.Helper()
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	start := time.Now()
@@ -95,11 +101,15 @@ func vet(t *testing.T, bin, dir string, env ...string) ([]finding, string, time.
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if m := diagLine.FindStringSubmatch(sc.Text()); m != nil {
-			found = append(found, finding(filepath.ToSlash(m[1])+":"+m[2]+":"+m[3]))
+			file := m[1]
+			if rel, err := filepath.Rel(dir, file); err == nil && filepath.IsAbs(file) {
+				file = rel
+			}
+			found = append(found, finding(filepath.ToSlash(file)+":"+m[2]+":"+m[3]))
 		}
 	}
 	if err != nil && len(found) == 0 {
-		t.Fatalf("go vet -vettool failed without a coordvet finding: %v\n%s", err, out)
+		t.Fatalf("%s failed without a coordvet finding: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
 	slices.Sort(found)
 	return found, string(out), took
@@ -156,6 +166,13 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("diagnostics do not name the RFC rule and the docs link:\n%s", out)
 	}
 	t.Logf("%d findings as expected, go vet -vettool took %v", len(got), took.Round(time.Millisecond))
+
+	// The same binary standalone (go/packages loading, tests included).
+	got, out, took = runTool(t, dir, exec.Command(bin, "./..."), "GOFLAGS=-mod=mod", "GOWORK=off")
+	if !slices.Equal(got, want) {
+		t.Fatalf("standalone findings differ\n got: %v\nwant: %v\noutput:\n%s", got, want, out)
+	}
+	t.Logf("standalone coordvet ./...: same %d findings in %v", len(got), took.Round(time.Millisecond))
 }
 
 // TestRepositoryIsClean runs coordvet over the whole SDK, its examples and its
