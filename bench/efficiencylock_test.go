@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,18 +201,32 @@ func BenchmarkEfficiencyLockParallel16(b *testing.B) {
 }
 
 // BenchmarkEfficiencyLockOps: each implementation alone, for ns/op and allocations
-// (run with -benchmem). Not interleaved: use the two benchmarks above for ratios.
+// (run with -benchmem) and client CPU per operation. Not interleaved: use the two benchmarks above for ratios.
 func BenchmarkEfficiencyLockOps(b *testing.B) {
 	impls, _ := lockImpls(b)
 	ctx := context.Background()
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				if err := im.op(ctx, "ops"); err != nil {
 					b.Fatal(err)
 				}
 			}
+			// Client CPU per operation (user+sys of this process, GC included): on a
+			// saturated machine it is what bounds throughput, and unlike wall time it
+			// barely depends on the load of other processes.
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
 		})
 	}
+}
+
+// processCPU returns the user+sys CPU time consumed by this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
