@@ -89,7 +89,7 @@ func (c *Completer) RunOnce(ctx context.Context) (int, error) {
 			locked_until = now() + $2::bigint * interval '1 millisecond', updated_at = now()
 		WHERE (t.scope, t.idem_key) IN (
 			SELECT scope, idem_key FROM `+s.table+`
-			WHERE status = 1 AND locked_until <= now() AND operation = ANY($3)
+			WHERE operation <> '' AND status = 1 AND locked_until <= now() AND operation = ANY($3)
 			ORDER BY locked_until LIMIT $4 FOR UPDATE SKIP LOCKED)
 		RETURNING t.scope, t.idem_key, t.operation, t.recovery_point, t.recovery_data, t.request`,
 		token, s.cfg.LockTimeout.Milliseconds(), names, c.cfg.Batch)

@@ -172,7 +172,7 @@ func (s *Store) claimPhased(ctx context.Context, key Key, fp Fingerprint, op *Op
 		}
 		return &State{Key: key, Request: storedReq, Data: data, RecoveryPoint: rp, Resumed: true}, Result{}, nil
 	}
-	res, err := s.classify(ctx, key, fp, r)
+	res, err := s.classify(ctx, s.pool, key, fp, r)
 	return nil, res, err
 }
 

@@ -63,7 +63,7 @@ func (p *Pruner) PruneOnce(ctx context.Context) (int64, error) {
 	q := `DELETE FROM ` + s.table + ` WHERE ctid IN (
 		SELECT ctid FROM ` + s.table + `
 		WHERE status = 2 AND created_at < now() - $1::bigint * interval '1 millisecond'
-		ORDER BY created_at LIMIT $2)`
+		LIMIT $2)`
 	var total int64
 	for i := 0; i < p.cfg.MaxBatchesPerPass; i++ {
 		tag, err := s.pool.Exec(ctx, q, s.cfg.Retention.Milliseconds(), p.cfg.Batch)

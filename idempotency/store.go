@@ -22,6 +22,7 @@ const (
 const (
 	codeLockNotAvailable = "55P03" // lock_timeout expired
 	codeUniqueViolation  = "23505"
+	codeInvalidStatement = "26000" // prepared statement does not exist
 )
 
 // Store keeps idempotency keys in one Postgres table. It is safe for concurrent use.
@@ -32,6 +33,8 @@ type Store struct {
 	table string // ident, sanitized
 	in    *instruments
 	q     queries
+	// claimName names Do's prepared claim statement, per table.
+	claimName string
 }
 
 // Func is the effect of a request. It runs at most once per key that commits: in the
@@ -61,6 +64,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	ident, _ := tableIdent(cfg.Table)
 	s := &Store{pool: pool, cfg: cfg, ident: ident, table: ident.Sanitize(), in: in}
 	s.q = newQueries(s.table)
+	s.claimName = "coordkit_idem_claim_" + FingerprintOf([]byte(s.table)).String()[:16]
 	return s, nil
 }
 
@@ -96,7 +100,7 @@ func (s *Store) Do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	if r, ok, err := s.lookup(ctx, s.pool, key); err != nil {
 		return Result{}, err
 	} else if ok {
-		return s.classify(ctx, key, fp, r)
+		return s.classify(ctx, s.pool, key, fp, r)
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -104,7 +108,7 @@ func (s *Store) Do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	}
 	defer c.Release() // a connection left inside a transaction is destroyed, rolling it back
 	wait := s.waitTimeout(opts)
-	tx, err := c.Conn().BeginTx(ctx, pgx.TxOptions{BeginQuery: s.q.beginClaim(key, fp, wait, s.cfg.LockTimeout)})
+	tx, err := s.beginClaim(ctx, c.Conn(), key, fp, wait)
 	if err != nil {
 		rollbackConn(c.Conn())
 		switch pgCode(err) {
@@ -117,7 +121,7 @@ func (s *Store) Do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 				return Result{}, lerr
 			}
 			if ok {
-				return s.classify(ctx, key, fp, r)
+				return s.classify(ctx, c.Conn(), key, fp, r)
 			}
 			return Result{}, s.inFlight(ctx, key, wait, 0)
 		}
@@ -153,6 +157,24 @@ func (s *Store) Do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	return Result{Response: resp}, nil
 }
 
+// beginClaim opens Do's transaction and claims key in one round trip, preparing
+// the claim statement on first use of the connection (pgx remembers it per
+// connection, so later calls cost nothing), and re-preparing it once if someone
+// deallocated it.
+func (s *Store) beginClaim(ctx context.Context, c *pgx.Conn, key Key, fp Fingerprint, wait time.Duration) (pgx.Tx, error) {
+	for attempt := 0; ; attempt++ {
+		if _, err := c.Prepare(ctx, s.claimName, s.q.claimStmt()); err != nil {
+			return nil, err
+		}
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.q.beginClaim(s.claimName, key, fp, wait, s.cfg.LockTimeout)})
+		if err == nil || attempt > 0 || pgCode(err) != codeInvalidStatement {
+			return tx, err
+		}
+		rollbackConn(c)
+		_ = c.Deallocate(ctx, s.claimName)
+	}
+}
+
 // DoTx is Do inside the caller's transaction tx: it inserts the key row in tx (waiting
 // at most the WaitTimeout for an uncommitted duplicate), runs fn with tx and stores
 // fn's Response in tx. The caller commits tx; the key and the effect then commit or
@@ -169,18 +191,16 @@ func (s *Store) DoTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn
 	}
 	wait := s.waitTimeout(opts)
 	b := &pgx.Batch{}
-	b.Queue(s.q.setLockTimeout, fmt.Sprintf("%dms", wait.Milliseconds()))
-	b.Queue(s.q.insertClaim, key.Scope, key.ID, fp[:], s.cfg.LockTimeout.Milliseconds())
+	b.Queue(s.q.insertClaim, key.Scope, key.ID, fp[:], s.cfg.LockTimeout.Milliseconds(), fmt.Sprintf("%dms", wait.Milliseconds()))
 	b.Queue(s.q.restoreLockTimeout)
 	b.Queue(s.q.lookup, key.Scope, key.ID)
 	br := tx.SendBatch(ctx, b)
-	_, err1 := br.Exec()
 	tag, err2 := br.Exec()
 	_, err3 := br.Exec()
 	var r keyRow
 	err4 := r.scan(br.QueryRow())
 	err5 := br.Close()
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := errors.Join(err2, err3); err != nil {
 		if pgCode(err) == codeLockNotAvailable {
 			return Result{}, s.inFlight(ctx, key, wait, 0)
 		}
@@ -190,7 +210,7 @@ func (s *Store) DoTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn
 		return Result{}, fmt.Errorf("idempotency: claim %s: %w", key, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return s.classify(ctx, key, fp, r)
+		return s.classify(ctx, tx, key, fp, r)
 	}
 	resp, err := runFn(ctx, tx, fn)
 	if err != nil {
@@ -218,7 +238,7 @@ func (s *Store) Lookup(ctx context.Context, key Key, fp Fingerprint) (Result, bo
 	if err != nil || !ok {
 		return Result{}, false, err
 	}
-	res, err := s.classify(ctx, key, fp, r)
+	res, err := s.classify(ctx, s.pool, key, fp, r)
 	return res, err == nil, err
 }
 
@@ -253,20 +273,21 @@ func pgCode(err error) string {
 type keyRow struct {
 	fingerprint []byte
 	status      int16
-	lockedMS    int64 // remaining lock, ms (0 when expired or none)
-	ageMS       int64 // since created_at, ms
 	respStatus  *int32
 	respHeader  []byte
 	respBody    []byte
 }
 
 func (r *keyRow) scan(row pgx.Row) error {
-	return row.Scan(&r.fingerprint, &r.status, &r.lockedMS, &r.ageMS, &r.respStatus, &r.respHeader, &r.respBody)
+	return row.Scan(&r.fingerprint, &r.status, &r.respStatus, &r.respHeader, &r.respBody)
 }
 
-func (s *Store) lookup(ctx context.Context, db interface {
+// querier is a pool, connection or transaction.
+type querier interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, key Key) (keyRow, bool, error) {
+}
+
+func (s *Store) lookup(ctx context.Context, db querier, key Key) (keyRow, bool, error) {
 	var r keyRow
 	err := r.scan(db.QueryRow(ctx, s.q.lookup, key.Scope, key.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -278,14 +299,19 @@ func (s *Store) lookup(ctx context.Context, db interface {
 	return r, true, nil
 }
 
-// classify turns an existing row into the outcome for a request with fingerprint fp.
-func (s *Store) classify(ctx context.Context, key Key, fp Fingerprint, r keyRow) (Result, error) {
+// classify turns an existing row into the outcome for a request with fingerprint
+// fp; db answers the follow-up query for a key in progress.
+func (s *Store) classify(ctx context.Context, db querier, key Key, fp Fingerprint, r keyRow) (Result, error) {
 	if !bytes.Equal(r.fingerprint, fp[:]) {
 		s.in.mismatches.Add(ctx, 1)
 		return Result{}, &MismatchError{Key: key}
 	}
 	if r.status != statusCompleted {
-		return Result{}, s.inFlight(ctx, key, time.Duration(r.lockedMS)*time.Millisecond, time.Duration(r.ageMS)*time.Millisecond)
+		var lockedMS, ageMS int64
+		if err := db.QueryRow(ctx, s.q.inFlight, key.Scope, key.ID).Scan(&lockedMS, &ageMS); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return Result{}, fmt.Errorf("idempotency: lookup %s: %w", key, err)
+		}
+		return Result{}, s.inFlight(ctx, key, time.Duration(lockedMS)*time.Millisecond, time.Duration(ageMS)*time.Millisecond)
 	}
 	h, err := decodeHeader(r.respHeader)
 	if err != nil {

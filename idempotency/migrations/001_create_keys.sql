@@ -18,6 +18,13 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     updated_at      timestamptz NOT NULL DEFAULT now(),
     completed_at    timestamptz,
     PRIMARY KEY (scope, idem_key)
-);
-CREATE INDEX IF NOT EXISTS {{created_idx}} ON {{table}} (created_at);
-CREATE INDEX IF NOT EXISTS {{abandoned_idx}} ON {{table}} (locked_until) WHERE status = 1;
+) WITH (fillfactor = 80);
+-- Keep the one-shot path cheap: storing the response must be a HOT update (no
+-- indexed or predicate column changes, room left on the page), and a one-shot key
+-- enters no index but the primary key and a BRIN summary.
+-- The pruner finds expired keys through a BRIN index: created_at follows insertion
+-- order, and a BRIN index costs next to nothing per insert.
+CREATE INDEX IF NOT EXISTS {{created_idx}} ON {{table}} USING brin (created_at);
+-- The completer finds abandoned phased keys; one-shot keys (operation '') are not
+-- in this index at all.
+CREATE INDEX IF NOT EXISTS {{abandoned_idx}} ON {{table}} (locked_until) WHERE operation <> '';
