@@ -17,8 +17,8 @@ import (
 // and both sessions kept their leases alive across the expiries.
 func TestCampaignOutlivesAuthToken(t *testing.T) {
 	const tokenTTL = 2
-	res := Result{Scenario: "auth tokens expire while a campaign waits", Faults: map[string]int{}, Outcome: map[string]int64{}, Started: time.Now()}
-	defer Report(t, &res)
+	res := coordtest.NewResult("auth tokens expire while a campaign waits")
+	defer coordtest.Report(t, res)
 
 	cluster := coordtest.EtcdCluster(t, 1, &coordtest.EtcdClusterOpts{AuthToken: "simple", AuthTTL: tokenTTL})
 	clients := enableTenantAuth(t, cluster.Endpoints(), "acme")

@@ -4,6 +4,7 @@
 // its own module so its checker never enters the SDK's dependency graph.
 //
 // Two tiers: `go test ./...` here runs the bounded tier (part of scripts/test.sh);
-// scripts/chaos.sh runs the full tier (COORD_FULL=1: more trials, longer) and writes
-// docs/reliability.md from the report every scenario appends to.
+// scripts/chaos.sh runs the full tier (COORD_FULL=1: more trials, longer) of these
+// scenarios and of every package's own fault tests, and writes docs/reliability.md
+// from the results they report through coordtest.Report.
 package reliability

@@ -98,9 +98,9 @@ func (c *fencedCounter) read(ctx context.Context) (int64, error) {
 // decrease, no acknowledged increment is lost, and failover takes at most
 // TTL + 2 election timeouts after a fault ends a term.
 func TestFencedIncrementsUnderClusterFaults(t *testing.T) {
-	duration := Pick(20*time.Second, 60*time.Second)
-	res := Result{Scenario: "fenced increments, 3-member etcd under faults", Faults: map[string]int{}, Outcome: map[string]int64{}, Started: time.Now()}
-	defer Report(t, &res)
+	duration := coordtest.Pick(20*time.Second, 60*time.Second)
+	res := coordtest.NewResult("fenced increments, 3-member etcd under faults")
+	defer coordtest.Report(t, res)
 
 	cluster := coordtest.EtcdCluster(t, 3, &coordtest.EtcdClusterOpts{ElectionMs: clusterElectionMs})
 	counter := newFencedCounter(t)

@@ -36,8 +36,8 @@ func TestSecretsCanary(t *testing.T) {
 		etcdSecret  = "CANARY-etcd-77c3e0"
 		redisSecret = "CANARY-redis-0b9d4e"
 	)
-	res := Result{Scenario: "secrets canary", Faults: map[string]int{}, Outcome: map[string]int64{}, Started: time.Now()}
-	defer Report(t, &res)
+	res := coordtest.NewResult("secrets canary")
+	defer coordtest.Report(t, res)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

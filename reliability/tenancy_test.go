@@ -70,8 +70,8 @@ func denied(err error) bool {
 // cross-tenant read, write, watch and lease operation is denied, and the client-side
 // quotas hold at 64 KiB + 1 and above 200 writes/s.
 func TestTenantIsolation(t *testing.T) {
-	res := Result{Scenario: "tenant isolation with etcd auth", Faults: map[string]int{}, Outcome: map[string]int64{}, Started: time.Now()}
-	defer Report(t, &res)
+	res := coordtest.NewResult("tenant isolation with etcd auth")
+	defer coordtest.Report(t, res)
 
 	srv := coordtest.Etcd(t)
 	cl := enableTenantAuth(t, srv.Endpoints, "acme", "globex")

@@ -18,6 +18,7 @@ import (
 
 type result struct {
 	Scenario string           `json:"scenario"`
+	Package  string           `json:"package"`
 	Tier     string           `json:"tier"`
 	Trials   int              `json:"trials"`
 	Faults   map[string]int   `json:"faults"`
@@ -51,15 +52,24 @@ func main() {
 	if err := sc.Err(); err != nil {
 		log.Fatal(err)
 	}
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Scenario < rs[j].Scenario })
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].Package != rs[j].Package {
+			return rs[i].Package < rs[j].Package
+		}
+		return rs[i].Scenario < rs[j].Scenario
+	})
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Reliability: the SDK under faults\n\n")
 	fmt.Fprintf(&b, "Produced by `%s` on %s (2 cores, loopback servers). Every fault is counted, so a\n", *cmd, time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "scenario whose fault did not happen cannot pass silently. The bounded tier of the same\n")
 	fmt.Fprintf(&b, "scenarios runs in every `scripts/test.sh`.\n\n")
-	fmt.Fprintf(&b, "| scenario | tier | trials | faults injected | outcome | pass | seconds |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| package | scenario | tier | trials | faults injected | outcome | pass | seconds |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %v | %.1f |\n", r.Scenario, r.Tier, r.Trials, kv(r.Faults), kv(r.Outcome), r.Pass, r.Seconds)
+		pkg := r.Package
+		if pkg == "" {
+			pkg = "reliability"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %v | %.1f |\n", pkg, r.Scenario, r.Tier, r.Trials, kv(r.Faults), kv(r.Outcome), r.Pass, r.Seconds)
 	}
 	for _, r := range rs {
 		if r.Notes != "" {
