@@ -191,6 +191,11 @@ func TestStartsFromDiskWhenEtcdDown(t *testing.T) {
 	}
 	t.Logf("cold start from disk with etcd blackholed took %v", took)
 
+	// The client really tried etcd through the hole (count the fault).
+	waitFor(t, 10*time.Second, "bytes dropped by the blackhole", func() bool { return proxy.Stats().DroppedBytes > 0 })
+	if c2.Get().Source != failstatic.SourceDisk {
+		t.Fatal("went live through a blackhole")
+	}
 	// When etcd comes back, the cache goes live.
 	proxy.Heal()
 	proxy.Cut()
