@@ -43,7 +43,7 @@ func New(client Client, why Reason, opts *Options) (*Locker, error) {
 		why:    why,
 		opts:   o,
 		in:     newInstruments(o.MeterProvider, why, o.Tenant),
-		log:    o.Logger.With(slog.String("efficiencylock.reason", why.String()), slog.String("coord.tenant", o.Tenant)),
+		log:    o.Logger.With(slog.String(coord.AttrLockWhy, why.String()), slog.String(coord.AttrTenant, o.Tenant)),
 	}, nil
 }
 
