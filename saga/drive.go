@@ -20,7 +20,6 @@ const writeTimeout = 10 * time.Second
 // a retry, needs a human, or the claim is lost. Every change is one fenced write.
 func (r *runner) drive(ctx context.Context, s *claimed) {
 	c := r.c
-	def := c.def(s.typ)
 	// The claim lasts ClaimTTL from the claim's commit; step calls stop a fifth
 	// of it earlier so a slow step gives the claim up instead of overrunning it.
 	deadline := time.Now().Add(c.cfg.ClaimTTL - c.cfg.ClaimTTL/5)
@@ -29,6 +28,7 @@ func (r *runner) drive(ctx context.Context, s *claimed) {
 			r.release(ctx, s)
 			return
 		}
+		def := c.def(s.typ)
 		var err error
 		var again bool
 		switch {
@@ -104,9 +104,12 @@ func (r *runner) forward(ctx context.Context, s *claimed, def *erasedDef, deadli
 		}
 		if next == len(def.steps) {
 			t.state, t.release = StateCompleted, true
+			if ctx.Err() == nil {
+				t.chain = r.types
+			}
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		_, err := c.write(wctx, s, t)
+		w, err := c.write(wctx, s, t)
 		cancel()
 		if err != nil {
 			return false, err
@@ -119,7 +122,7 @@ func (r *runner) forward(ctx context.Context, s *claimed, def *erasedDef, deadli
 			s.outputs = withOutput(s.outputs, st.name, ss.output)
 		}
 		s.step, s.attempts, s.data, s.state = next, 0, data, t.state
-		return t.state == StateRunning, nil
+		return r.chained(s, w, deadline) || t.state == StateRunning, nil
 	}
 	if ctx.Err() != nil { // the runner is stopping: not the step's fault
 		r.release(ctx, s)
@@ -166,10 +169,11 @@ func (r *runner) retry(ctx context.Context, s *claimed, step string, state State
 	if pastPivot {
 		t.stuckAfter = &c.cfg.StuckAfter
 	}
-	paged, err := c.write(ctx, s, t)
+	w, err := c.write(ctx, s, t)
 	if err != nil {
 		return err
 	}
+	paged := w.paged
 	c.stats.retries.Add(1)
 	c.metrics.retries.Add(ctx, 1, stepAttrs(s.typ, step, string(state)))
 	r.retryAt(time.Now().Add(delay))
@@ -200,9 +204,12 @@ func (r *runner) backward(ctx context.Context, s *claimed, def *erasedDef, deadl
 		t := transition{state: StateCompensating, step: next, data: data}
 		if next < 0 {
 			t.state, t.release = StateCompensated, true
+			if ctx.Err() == nil {
+				t.chain = r.types
+			}
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		_, err := c.write(wctx, s, t)
+		w, err := c.write(wctx, s, t)
 		cancel()
 		if err != nil {
 			return false, err
@@ -212,7 +219,7 @@ func (r *runner) backward(ctx context.Context, s *claimed, def *erasedDef, deadl
 		c.metrics.steps.Add(ctx, 1, stepAttrs(s.typ, st.name, "compensated"))
 		r.at(hookAfterCompCommit, s)
 		s.step, s.attempts, s.data, s.state = next, 0, data, t.state
-		return t.state == StateCompensating, nil
+		return r.chained(s, w, deadline) || t.state == StateCompensating, nil
 	}
 	if ctx.Err() != nil {
 		r.release(ctx, s)
@@ -230,6 +237,17 @@ func (r *runner) backward(ctx context.Context, s *claimed, def *erasedDef, deadl
 	}
 	r.page(ctx, Page{SagaID: s.id, Type: s.typ, Step: st.name, Attempts: attempts, Reason: PageCompensationFailed, Err: err})
 	return false, nil
+}
+
+// chained switches the goroutine to the saga claimed in the same commit as the
+// last write, if any, and reports whether there is one.
+func (r *runner) chained(s *claimed, w written, deadline *time.Time) bool {
+	if w.next == nil {
+		return false
+	}
+	*s = *w.next
+	*deadline = time.Now().Add(r.c.cfg.ClaimTTL - r.c.cfg.ClaimTTL/5)
+	return true
 }
 
 // stuck parks a saga the runner cannot drive in needs_human and pages.

@@ -41,6 +41,7 @@ type queries struct {
 	existing, release         string
 	list, get, lockRow, age   string
 	retryNow, cancel          string
+	transitionAndClaim        string
 }
 
 const infoCols = `id, saga_type, state, step, pivot_step, step_count, attempts, next_attempt_at,
@@ -74,7 +75,7 @@ func newQueries(table string) queries {
 		data = coalesce($5::jsonb, data),
 		outputs = CASE WHEN $6::text IS NULL THEN outputs ELSE outputs || jsonb_build_object($6::text, $7::jsonb) END,
 		attempts = $8,
-		next_attempt_at = now() + make_interval(secs => $9),
+		next_attempt_at = CASE WHEN $16::bool THEN now() + make_interval(secs => $9) ELSE next_attempt_at END,
 		last_error = coalesce($10::text, last_error),
 		errors = CASE WHEN $10::text IS NULL THEN errors ELSE
 			(CASE WHEN jsonb_array_length(errors) >= 20 THEN errors - 0 ELSE errors END)
@@ -90,6 +91,26 @@ func newQueries(table string) queries {
 		updated_at = now()
 	WHERE id = $1 AND claim_version = $2
 	RETURNING paged_at IS NOT NULL AND paged_at = now()`)
+	// transitionAndClaim is transition plus, in the same commit, the claim of the
+	// next due saga: a runner that finishes a saga picks up the next one without a
+	// commit of its own, so in steady state a step costs one commit.
+	body := q.transition[len("UPDATE "+t+" SET"):strings.Index(q.transition, "WHERE id = $1")]
+	q.transitionAndClaim = r(`WITH w AS (
+		UPDATE $T SET` + body + `WHERE id = $1 AND claim_version = $2
+		RETURNING paged_at IS NOT NULL AND paged_at = now() AS paged),
+	due AS (
+		SELECT id FROM $T
+		WHERE state IN ('running', 'compensating') AND saga_type = ANY($18) AND id <> $1
+		  AND next_attempt_at <= now() AND (claim_until IS NULL OR claim_until < now())
+		ORDER BY next_attempt_at LIMIT 1
+		FOR UPDATE SKIP LOCKED),
+	c AS (
+		UPDATE $T s SET claim_owner = $19, claim_until = now() + make_interval(secs => $17),
+			claim_version = s.claim_version + 1
+		FROM due WHERE s.id = due.id AND EXISTS (SELECT 1 FROM w)
+		RETURNING s.id, s.saga_type, s.state, s.step, s.attempts, s.data, s.outputs, s.claim_version)
+	SELECT w.paged, c.id, c.saga_type, c.state, c.step, c.attempts, c.data, c.outputs, c.claim_version
+	FROM w LEFT JOIN c ON true`)
 	q.release = r(`UPDATE $T SET claim_owner = NULL, claim_until = NULL WHERE id = $1 AND claim_version = $2`)
 	q.list = r(`SELECT ` + infoCols + ` FROM $T
 		WHERE ($1::text IS NULL OR saga_type = $1) AND ($2::text[] IS NULL OR state = ANY($2))
@@ -167,11 +188,20 @@ type transition struct {
 	page       bool           // paging now (compensation failed)
 	stuckAfter *time.Duration // page if past the pivot for longer
 	release    bool           // drop the claim
+	// chain, with release, claims the next due saga of these types in the same
+	// commit; write returns it.
+	chain []string
+}
+
+// written is what a successful write reports.
+type written struct {
+	paged bool     // the write newly paged
+	next  *claimed // the saga claimed in the same commit (chain), or nil
 }
 
 // write applies t if s's claim still holds. It returns ErrClaimLost when another
-// runner claimed the saga since, and whether the write newly paged.
-func (c *Client) write(ctx context.Context, s *claimed, t transition) (paged bool, err error) {
+// runner claimed the saga since.
+func (c *Client) write(ctx context.Context, s *claimed, t transition) (written, error) {
 	var errText *string
 	if t.err != nil {
 		e := truncateUTF8(t.err.Error(), 4000)
@@ -182,21 +212,38 @@ func (c *Client) write(ctx context.Context, s *claimed, t transition) (paged boo
 		v := secs(*t.stuckAfter)
 		stuck = &v
 	}
-	err = c.pool.QueryRow(ctx, c.q.transition, s.id, s.version,
+	args := []any{s.id, s.version,
 		string(t.state), t.step, t.data, t.outKey, t.outValue, t.attempts, secs(t.delay),
-		errText, t.errStep, t.failure, t.pivot, t.page, stuck, t.release, secs(c.cfg.ClaimTTL),
-	).Scan(&paged)
+		errText, t.errStep, t.failure, t.pivot, t.page, stuck, t.release, secs(c.cfg.ClaimTTL)}
+	var w written
+	var err error
+	if t.chain != nil && t.release {
+		args = append(args, t.chain, c.cfg.Owner)
+		var id, typ, state *string
+		var step, attempts *int
+		var version *int64
+		n := &claimed{}
+		err = c.pool.QueryRow(ctx, c.q.transitionAndClaim, args...).Scan(&w.paged,
+			&id, &typ, &state, &step, &attempts, &n.data, &n.outputs, &version)
+		if err == nil && id != nil && step != nil && attempts != nil && version != nil {
+			n.id, n.typ, n.state, n.step, n.attempts, n.version = *id, *typ, State(*state), *step, *attempts, *version
+			w.next = n
+			c.stats.claims.Add(1)
+		}
+	} else {
+		err = c.pool.QueryRow(ctx, c.q.transition, args...).Scan(&w.paged)
+	}
 	if err == nil || err == pgx.ErrNoRows {
 		c.stats.commits.Add(1)
 	}
 	if err == pgx.ErrNoRows {
 		c.stats.fenced.Add(1)
-		return false, fmt.Errorf("%w: saga %s claim_version %d", ErrClaimLost, s.id, s.version)
+		return written{}, fmt.Errorf("%w: saga %s claim_version %d", ErrClaimLost, s.id, s.version)
 	}
 	if err != nil {
-		return false, fmt.Errorf("saga: write state of %s: %w", s.id, err)
+		return written{}, fmt.Errorf("saga: write state of %s: %w", s.id, err)
 	}
-	return paged, nil
+	return w, nil
 }
 
 func truncateUTF8(s string, n int) string {

@@ -24,6 +24,6 @@ CREATE TABLE IF NOT EXISTS {{sagas}} (
     finished_at     timestamptz,
     -- The runtime refuses to compensate after the pivot; so does the table.
     CONSTRAINT {{no_compensation_after_pivot}} CHECK (state <> 'compensating' OR step < pivot_step)
-);
+) WITH (fillfactor = 70);  -- room for HOT updates: a step write changes no indexed column
 CREATE INDEX IF NOT EXISTS {{due_idx}} ON {{sagas}} (next_attempt_at) WHERE state IN ('running', 'compensating');
 CREATE INDEX IF NOT EXISTS {{state_idx}} ON {{sagas}} (saga_type, state, state_since);
