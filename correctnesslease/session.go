@@ -20,7 +20,9 @@ import (
 
 // Session owns one etcd lease, kept alive by its own renewal loop, and every
 // Lease acquired on it. All leases on a session share its single keepalive and
-// lose their authority together when the session does. Safe for concurrent use.
+// lose their authority together when the session does. Call Close when done: it
+// stops the session's goroutines and frees its keys at once. Safe for concurrent
+// use.
 type Session struct {
 	cli    *clientv3.Client
 	cfg    Config
