@@ -77,7 +77,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	}()
 
 	clock := coord.SystemClock()
-	var nextPrune, nextGauge time.Time
+	var nextGauge time.Time
+	nextPrune := time.Now().Add(r.cfg.PruneInterval)
 	errStreak := 0
 	for ctx.Err() == nil {
 		n, err := r.batch(ctx)
@@ -245,18 +246,28 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 // claim locks up to BatchSize rows' worth of keys and returns their pending rows,
 // per key a prefix in seq order that stops before a row not yet due.
 func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]Message, error) {
-	rows, err := tx.Query(ctx, r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass)
+	// Unnamed statements (QueryExecModeExec) are planned with the actual batch
+	// size and keys every time: a cached generic plan of these two queries can
+	// scan every pending row of the locked keys.
+	rows, err := tx.Query(ctx, r.o.sql.lockKeys, pgx.QueryExecModeExec, r.cfg.BatchSize, r.o.relayClass)
 	if err != nil {
 		return nil, fmt.Errorf("lock keys: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	keys := map[string]bool{}
+	var key string
+	var seq, maxSeq int64
+	_, err = pgx.ForEachRow(rows, []any{&key, &seq}, func() error {
+		keys[key] = true
+		maxSeq = max(maxSeq, seq)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lock keys: %w", err)
 	}
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err = tx.Query(ctx, r.o.sql.claim, keys, r.cfg.BatchSize)
+	rows, err = tx.Query(ctx, r.o.sql.claim, pgx.QueryExecModeExec, maxSeq)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
@@ -269,6 +280,9 @@ func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]Message, error) {
 		var due bool
 		if err := rows.Scan(&m.Seq, &id, &m.Topic, &m.Key, &m.Type, &payload, &headers, &m.CreatedAt, &m.Attempt, &due); err != nil {
 			return nil, fmt.Errorf("claim: %w", err)
+		}
+		if !keys[m.Key] {
+			continue // a key this relay did not lock
 		}
 		if stopped[m.Key] || !due {
 			stopped[m.Key] = true

@@ -33,22 +33,25 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	// waits for a retry, and try-lock each row's key: a key already driven by
 	// another relay fails the try-lock and is skipped; the scan stops after $1
 	// rows of keys this relay now holds.
-	s.lockKeys = `SELECT DISTINCT o.aggregateid FROM (
-  SELECT o.aggregateid FROM ` + t + ` o
+	s.lockKeys = `SELECT o.aggregateid, max(o.seq) FROM (
+  SELECT o.aggregateid, o.seq FROM ` + t + ` o
   WHERE o.published_at IS NULL
     AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
     AND NOT EXISTS (SELECT 1 FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
                     AND r.aggregateid = o.aggregateid AND r.next_attempt_at > clock_timestamp())
     AND pg_try_advisory_xact_lock($2::int4, hashtext(o.aggregateid))
-  ORDER BY o.seq LIMIT $1) o`
-	// With the key locks held, a fresh snapshot: the pending rows of those keys,
-	// in seq order. Authoritative (sees every mark committed by a previous holder).
+  ORDER BY o.seq LIMIT $1) o GROUP BY o.aggregateid`
+	// With the key locks held, a fresh snapshot: the pending rows up to the
+	// highest seq the locking scan reached, in seq order; the relay keeps those of
+	// the keys it locked (per key, a prefix from the true head: no lower bound,
+	// since a key's first rows may have been skipped while another relay held it).
+	// Authoritative: it sees every mark committed by a previous holder of a key.
 	s.claim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
-WHERE o.published_at IS NULL AND o.aggregateid = ANY($1::text[])
+WHERE o.published_at IS NULL AND o.seq <= $1
   AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
-ORDER BY o.seq LIMIT $2`
+ORDER BY o.seq`
 	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
 RETURNING extract(epoch FROM published_at - created_at)::float8 * 1000`
 	s.deletePublished = `DELETE FROM ` + t + ` WHERE seq = ANY($1::bigint[])

@@ -1,0 +1,331 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/components/forwarder"
+	"github.com/ThreeDotsLabs/watermill/message"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Outbox relay benchmarks: coordkit's relay against a raw FOR UPDATE SKIP LOCKED
+// loop and watermill-sql's Forwarder, same PostgreSQL, no-op publishers. Each
+// iteration drains a preloaded backlog; events/s is reported.
+//
+//	cd bench && go test -run '^$' -bench Outbox -benchtime 1x .
+//
+// OUTBOX_BENCH_EVENTS sets the backlog (default 50000), OUTBOX_BENCH_ROUNDS the
+// rounds of the sustained benchmark (default 6).
+
+const outboxBatch = 500
+
+func benchEvents() int {
+	if n, err := strconv.Atoi(os.Getenv("OUTBOX_BENCH_EVENTS")); err == nil && n > 0 {
+		return n
+	}
+	return 50000
+}
+
+// preload inserts n pending rows (1000 keys) straight into the outbox table.
+func preload(b *testing.B, db *pgxpool.Pool, n int) {
+	b.Helper()
+	_, err := db.Exec(context.Background(), `INSERT INTO ob (id, aggregatetype, aggregateid, type, payload, payload_json)
+SELECT gen_random_uuid(), 'bench', 'k' || (i % 1000), 'bench.event', '{"i":' || i || '}', true FROM generate_series(1, $1) i`, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Exec(context.Background(), `VACUUM ANALYZE ob`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func newBenchOutbox(b *testing.B, db *pgxpool.Pool, cfg outbox.Config) *outbox.Outbox {
+	cfg.Table = "ob"
+	ob, err := outbox.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ob.Migrate(context.Background(), db); err != nil {
+		b.Fatal(err)
+	}
+	return ob
+}
+
+type noopPublisher struct{ n atomic.Int64 }
+
+func (p *noopPublisher) Publish(_ context.Context, msgs []outbox.Message) []error {
+	p.n.Add(int64(len(msgs)))
+	return nil
+}
+
+// rawDrain is the textbook relay: claim a batch with FOR UPDATE SKIP LOCKED,
+// "publish", mark (or delete), commit.
+func rawDrain(b *testing.B, db *pgxpool.Pool, del bool) int {
+	ctx := context.Background()
+	total := 0
+	mark := `UPDATE ob SET published_at = clock_timestamp() WHERE seq = ANY($1)`
+	if del {
+		mark = `DELETE FROM ob WHERE seq = ANY($1)`
+	}
+	for {
+		var seqs []int64
+		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT seq, id::text, aggregatetype, aggregateid, type, payload, headers::text FROM ob
+WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, outboxBatch)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var seq int64
+				var id, a, k, ty, p, h string
+				if err := rows.Scan(&seq, &id, &a, &k, &ty, &p, &h); err != nil {
+					return err
+				}
+				seqs = append(seqs, seq)
+			}
+			if err := rows.Err(); err != nil || len(seqs) == 0 {
+				return err
+			}
+			_, err = tx.Exec(ctx, mark, seqs)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(seqs) == 0 {
+			return total
+		}
+		total += len(seqs)
+	}
+}
+
+func runRelayUntil(b *testing.B, ob *outbox.Outbox, db *pgxpool.Pool, pub outbox.Publisher, want int64, published func() int64) {
+	r, err := ob.NewRelay(db, pub)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	for published() < want {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	<-done
+}
+
+func BenchmarkOutboxDrain(b *testing.B) {
+	n := benchEvents()
+	for _, mode := range []string{"mark", "delete"} {
+		del := mode == "delete"
+		b.Run("raw-skiplocked-"+mode, func(b *testing.B) {
+			var elapsed time.Duration
+			for range b.N {
+				db := coordtest.Postgres(b)
+				newBenchOutbox(b, db.Pool, outbox.Config{})
+				preload(b, db.Pool, n)
+				start := time.Now()
+				if got := rawDrain(b, db.Pool, del); got != n {
+					b.Fatalf("drained %d of %d", got, n)
+				}
+				elapsed += time.Since(start)
+			}
+			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
+		})
+		b.Run("coordkit-relay-"+mode, func(b *testing.B) {
+			var elapsed time.Duration
+			for range b.N {
+				db := coordtest.Postgres(b)
+				ob := newBenchOutbox(b, db.Pool, outbox.Config{BatchSize: outboxBatch, DeleteOnPublish: del, PruneInterval: time.Hour})
+				preload(b, db.Pool, n)
+				pub := &noopPublisher{}
+				start := time.Now()
+				runRelayUntil(b, ob, db.Pool, pub, int64(n), pub.n.Load)
+				elapsed += time.Since(start)
+				var left int
+				db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ob WHERE published_at IS NULL`).Scan(&left)
+				if left != 0 {
+					b.Fatalf("%d left", left)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
+		})
+	}
+	b.Run("watermill-forwarder-defaults", func(b *testing.B) { benchWatermill(b, n, 0) })
+	b.Run("watermill-forwarder-batch500", func(b *testing.B) { benchWatermill(b, n, outboxBatch) })
+}
+
+type countingWatermillPublisher struct{ n atomic.Int64 }
+
+func (p *countingWatermillPublisher) Publish(_ string, msgs ...*message.Message) error {
+	p.n.Add(int64(len(msgs)))
+	return nil
+}
+func (p *countingWatermillPublisher) Close() error { return nil }
+
+func benchWatermill(b *testing.B, n, batch int) {
+	ctx := context.Background()
+	var elapsed time.Duration
+	for range b.N {
+		db := coordtest.Postgres(b)
+		beg := wsql.BeginnerFromPgx(db.Pool)
+		schema := wsql.DefaultPostgreSQLSchema{SubscribeBatchSize: batch}
+		sqlPub, err := wsql.NewPublisher(beg, wsql.PublisherConfig{SchemaAdapter: schema, AutoInitializeSchema: true}, watermill.NopLogger{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fpub := forwarder.NewPublisher(sqlPub, forwarder.PublisherConfig{})
+		for i := 0; i < n; i += 1000 {
+			msgs := make([]*message.Message, 0, 1000)
+			for j := i; j < min(n, i+1000); j++ {
+				msgs = append(msgs, message.NewMessage(watermill.NewUUID(), []byte(fmt.Sprintf(`{"i":%d}`, j))))
+			}
+			if err := fpub.Publish("out", msgs...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sub, err := wsql.NewSubscriber(beg, wsql.SubscriberConfig{SchemaAdapter: schema,
+			OffsetsAdapter: wsql.DefaultPostgreSQLOffsetsAdapter{}, InitializeSchema: true}, watermill.NopLogger{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := &countingWatermillPublisher{}
+		fwd, err := forwarder.NewForwarder(sub, out, watermill.NopLogger{}, forwarder.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		go fwd.Run(ctx)
+		for out.n.Load() < int64(n) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		elapsed += time.Since(start)
+		fwd.Close()
+		sub.Close()
+	}
+	b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkOutboxSustained: one relay (mark mode, pruning every second) drains
+// rounds of preloaded events; throughput of the last round ÷ the first shows the
+// cost of table growth, bloat and pruning.
+func BenchmarkOutboxSustained(b *testing.B) {
+	n := benchEvents()
+	rounds := 6
+	if r, err := strconv.Atoi(os.Getenv("OUTBOX_BENCH_ROUNDS")); err == nil && r > 0 {
+		rounds = r
+	}
+	for range b.N {
+		db := coordtest.Postgres(b)
+		ob := newBenchOutbox(b, db.Pool, outbox.Config{BatchSize: outboxBatch, Retention: time.Millisecond, PruneInterval: time.Second})
+		pub := &noopPublisher{}
+		r, _ := ob.NewRelay(db.Pool, pub)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		var first, last float64
+		for round := range rounds {
+			preloadNoVacuum(b, db.Pool, n)
+			start := time.Now()
+			for pub.n.Load() < int64((round+1)*n) {
+				time.Sleep(2 * time.Millisecond)
+			}
+			rate := float64(n) / time.Since(start).Seconds()
+			if round == 0 {
+				first = rate
+			}
+			last = rate
+		}
+		cancel()
+		<-done
+		b.ReportMetric(first, "first-events/s")
+		b.ReportMetric(last, "last-events/s")
+		b.ReportMetric(last/first, "last/first")
+		b.ReportMetric(float64(rounds*n), "total-events")
+	}
+}
+
+func preloadNoVacuum(b *testing.B, db *pgxpool.Pool, n int) {
+	_, err := db.Exec(context.Background(), `INSERT INTO ob (id, aggregatetype, aggregateid, type, payload, payload_json)
+SELECT gen_random_uuid(), 'bench', 'k' || (i % 1000), 'bench.event', '{"i":' || i || '}', true FROM generate_series(1, $1) i`, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkOutboxLag offers 1,000 events/s (each its own EnqueueTx transaction)
+// for 10 s to one relay with default settings and reports the created → handed
+// to the publisher lag.
+func BenchmarkOutboxLag(b *testing.B) {
+	for range b.N {
+		db := coordtest.Postgres(b)
+		ob := newBenchOutbox(b, db.Pool, outbox.Config{})
+		var mu sync.Mutex
+		var lags []float64
+		pub := outbox.PublisherFunc(func(_ context.Context, m outbox.Message) error {
+			l := float64(time.Since(m.CreatedAt).Microseconds()) / 1000
+			mu.Lock()
+			lags = append(lags, l)
+			mu.Unlock()
+			return nil
+		})
+		r, _ := ob.NewRelay(db.Pool, pub)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		const producers, perSecond, seconds = 4, 1000, 10
+		var wg sync.WaitGroup
+		var sent atomic.Int64
+		start := time.Now()
+		for p := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tick := time.NewTicker(time.Second * producers / perSecond)
+				defer tick.Stop()
+				for i := 0; time.Since(start) < seconds*time.Second; i++ {
+					<-tick.C
+					err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+						_, err := ob.EnqueueTx(ctx, tx, outbox.Event{Topic: "bench", Key: fmt.Sprintf("p%dk%d", p, i%50), Type: "t", Payload: []byte(`{}`), JSON: true})
+						return err
+					})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					sent.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		for {
+			mu.Lock()
+			got := len(lags)
+			mu.Unlock()
+			if int64(got) >= sent.Load() {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		slices.Sort(lags)
+		b.ReportMetric(float64(sent.Load())/seconds, "offered-events/s")
+		b.ReportMetric(lags[len(lags)/2], "p50-lag-ms")
+		b.ReportMetric(lags[len(lags)*99/100], "p99-lag-ms")
+		b.ReportMetric(lags[len(lags)-1], "max-lag-ms")
+	}
+}
