@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/components/forwarder"
 	"github.com/ThreeDotsLabs/watermill/message"
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
