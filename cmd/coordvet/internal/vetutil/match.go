@@ -6,6 +6,7 @@ package vetutil
 
 import (
 	"go/ast"
+	"go/constant"
 	"go/types"
 	"strings"
 )
@@ -117,6 +118,8 @@ func ConstString(info *types.Info, e ast.Expr) (string, bool) {
 	if !ok || tv.Value == nil {
 		return "", false
 	}
-	s, ok := constantString(tv)
-	return s, ok
+	if tv.Value.Kind() != constant.String {
+		return "", false
+	}
+	return constant.StringVal(tv.Value), true
 }
