@@ -72,6 +72,17 @@ func checkUnit(pass *analysis.Pass, r *vetutil.Reporter, decl ast.Decl) {
 			parent = stack[len(stack)-2]
 		}
 		switch n := n.(type) {
+		case *ast.FuncType:
+			// A named result escapes through every return, bare ones included.
+			if n.Results != nil {
+				for _, field := range n.Results.List {
+					for _, name := range field.Names {
+						if v, ok := info.Defs[name].(*types.Var); ok {
+							fenced[v] = true
+						}
+					}
+				}
+			}
 		case *ast.CallExpr:
 			fn := vetutil.Callee(info, n)
 			if vetutil.FuncPkg(fn) != leasePkg {

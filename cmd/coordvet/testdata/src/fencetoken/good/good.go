@@ -75,3 +75,8 @@ func run(ctx context.Context, s *correctnesslease.Session) error {
 		return charge(ctx, tok)
 	}, nil)
 }
+
+func namedResult(ctx context.Context, s *correctnesslease.Session) (lease *correctnesslease.Lease, err error) {
+	lease, err = correctnesslease.Acquire(ctx, s, "billing")
+	return
+}
