@@ -164,6 +164,9 @@ func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note st
 				state = StateRunning // stuck for a definition mismatch: drive it again
 			}
 		case ResolveSkip:
+			if step >= r.pivot {
+				return fmt.Errorf("%w: saga %q is parked at step %d, pivot is %d: nothing to skip", ErrPastPivot, id, step, r.pivot)
+			}
 			step--
 			if step < 0 {
 				state = StateCompensated

@@ -3,6 +3,7 @@ package saga
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,4 +173,39 @@ func gauge(rm metricdata.ResourceMetrics, name, typ, state string) (float64, boo
 		}
 	}
 	return 0, false
+}
+
+// TestResolveSkip: a human undoes the stuck step by hand; the saga goes on
+// compensating the steps before it.
+func TestResolveSkip(t *testing.T) {
+	e := newEnv(t)
+	e.p.compFails = "charge"
+	pg := &pager{}
+	cfg := fastConfig()
+	cfg.OnPage = pg.page
+	c, def := e.client(t, cfg)
+	run(t, c)
+	ctx := context.Background()
+	id, err := Start(ctx, c, def, order{FailAt: "ship"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := waitState(t, c, id, 30*time.Second, StateNeedsHuman, StateCompensated)
+	if i.State != StateNeedsHuman || i.Step != 1 || len(pg.get()) != 1 {
+		t.Fatalf("saga %+v pages %d", i, len(pg.get()))
+	}
+	if err := c.Resolve(ctx, id, ResolveSkip, ""); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("empty note: %v", err)
+	}
+	if err := c.Resolve(ctx, id, ResolveSkip, "refunded by hand, ticket 7"); err != nil {
+		t.Fatal(err)
+	}
+	i = waitState(t, c, id, 20*time.Second, StateCompensated)
+	got := effects(t, e.db.Pool, id)
+	if got["reserve/compensate"] != 1 || got["charge/compensate"] != 0 || got["charge/action"] != 1 {
+		t.Fatalf("effects %v", got)
+	}
+	if !strings.Contains(i.LastError, "refunded by hand") {
+		t.Fatalf("note not recorded: %q", i.LastError)
+	}
 }
