@@ -75,10 +75,10 @@ func (r *Reporter) IsTestFile(pos token.Pos) bool {
 
 // Report reports f unless it is in a generated file or silenced by a directive.
 func (r *Reporter) Report(f Finding) {
-	p := r.pass.Fset.Position(f.Pos)
-	if r.generated[p.Filename] {
+	if r.generated[r.pass.Fset.PositionFor(f.Pos, false).Filename] {
 		return
 	}
+	p := r.pass.Fset.Position(f.Pos) // as the user sees it, like the directives
 	for _, d := range r.dirs {
 		if d.covers(p.Filename, p.Line) {
 			d.used = true
