@@ -33,7 +33,9 @@ type Config struct {
 	Table string
 	// Owner identifies this process in claim_owner. Default "<hostname>-<pid>-<random>".
 	Owner string
-	// Concurrency is how many sagas one runner drives at once. Default 16.
+	// Concurrency is how many sagas one runner drives at once. Default 16. Size
+	// the pool for it: each in-flight saga holds a connection during its write,
+	// and Run keeps one more for LISTEN.
 	Concurrency int
 	// ClaimTTL is how long a claim lasts without a write; each committed step
 	// extends it. It must exceed the longest step: the step's context is cancelled
