@@ -19,8 +19,8 @@
 // TryProduce; sarama SyncProducer.SendMessage(s) and AsyncProducer.Input;
 // segmentio/kafka-go Writer.WriteMessages; nats.go and nats.go/jetstream
 // Publish, PublishMsg, PublishAsync and PublishMsgAsync; amqp091-go and
-// streadway/amqp Channel.Publish and PublishWithContext (and the deferred-
-// confirm variants); watermill message.Publisher.Publish. The outbox package
+// streadway/amqp Channel.Publish and PublishWithContext (and their
+// deferred-confirm variants); watermill message.Publisher.Publish. The outbox package
 // and its subpackages (the relay, the broker publishers) are exempt. Test
 // files are checked too.
 //
