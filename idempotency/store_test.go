@@ -53,6 +53,27 @@ func TestDoOutcomes(t *testing.T) {
 	}
 }
 
+func TestDoAssumeNewStillReplays(t *testing.T) {
+	s, db := newStore(t, idempotency.Config{})
+	ctx := context.Background()
+	key := idempotency.Key{Scope: "acme", ID: "assume-new"}
+	o := &idempotency.DoOpts{AssumeNew: true}
+	first, err := s.Do(ctx, key, fp("a"), effect(key, "x"), o)
+	if err != nil || first.Replayed {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	again, err := s.Do(ctx, key, fp("a"), effect(key, "y"), o)
+	if err != nil || !again.Replayed || !bytes.Equal(again.Response.Body, first.Response.Body) {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	if _, err := s.Do(ctx, key, fp("b"), effect(key, "z"), o); !errors.Is(err, idempotency.ErrMismatch) {
+		t.Fatalf("mismatch: %v", err)
+	}
+	if n := effectCount(t, db, key); n != 1 {
+		t.Fatalf("effects = %d", n)
+	}
+}
+
 func TestDoEffectErrorRollsBackKey(t *testing.T) {
 	s, db := newStore(t, idempotency.Config{})
 	ctx := context.Background()
