@@ -7,5 +7,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runChildIfAsked() // re-executed as a client process by the outage test
 	goleak.VerifyTestMain(m)
 }

@@ -69,6 +69,10 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 		restartTook                           time.Duration
 		restarts                              int
 		diskRev                               int64
+		processRestarts                       int
+		childStartMs                          int64
+		childReads                            []childRead
+		maxChildDev                           time.Duration
 		rec                                   recorder
 		stopSub                               = func() {}
 	)
@@ -94,6 +98,26 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 			stopSub = c.Subscribe(rec.fn)
 			if src := c.Get().Source; src != failstatic.SourceDisk {
 				t.Fatalf("after restart source = %v, want disk", src)
+			}
+			// And a real separate process (the test binary re-executed) starting
+			// from the same crash-time files.
+			childState := filepath.Join(t.TempDir(), "state")
+			copyFile(t, crashed.StatePath, childState)
+			copyFile(t, crashed.StatePath+".confirmed", childState+".confirmed")
+			childStartMs, childReads = runChild(t, childState, prefix, cluster.Endpoints(), threshold)
+			processRestarts++
+			for _, r := range childReads {
+				truth := r.at.Sub(frozen)
+				if r.source != "disk" || r.keys != len(want) {
+					t.Fatalf("child read %+v: want %d keys from disk", r, len(want))
+				}
+				if d := (r.staleness - truth).Abs(); d > time.Second {
+					t.Fatalf("child staleness %v, truth %v", r.staleness, truth)
+				}
+				maxChildDev = max(maxChildDev, (r.staleness - truth).Abs())
+				if near := (r.staleness - threshold).Abs() < 50*time.Millisecond; !near && r.closed != (r.staleness > threshold) {
+					t.Fatalf("child: revocation closed=%v at staleness %v (threshold %v)", r.closed, r.staleness, threshold)
+				}
 			}
 			truth = time.Since(frozen)
 		}
@@ -140,7 +164,8 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 	}
 	t.Logf("faults: %d pauses, %d resumes, %d client restarts (New from disk took %v); reads %d, served %d, max |staleness-truth| %v, revocations failed closed first at %v (threshold %v), %d closed reads",
 		pauses, resumes, restarts, restartTook, reads, served, maxDev, firstFail, threshold, staleFails)
-	if pauses != 3 || resumes != 3 || restarts != 1 {
+	t.Logf("re-executed client process: %d reads from disk, New took %d ms, max |staleness-truth| %v", len(childReads), childStartMs, maxChildDev)
+	if pauses != 3 || resumes != 3 || restarts != 1 || processRestarts != 1 {
 		t.Fatalf("faults not injected: pauses=%d resumes=%d restarts=%d", pauses, resumes, restarts)
 	}
 	if served != reads || reads == 0 {
