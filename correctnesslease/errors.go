@@ -30,6 +30,7 @@ type ConfigError struct {
 	Reason string // what is wrong with it
 }
 
+// Error describes the invalid field.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("correctnesslease: invalid config %s: %s", e.Field, e.Reason)
 }

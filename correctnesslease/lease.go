@@ -42,10 +42,11 @@ type Lease struct {
 // rejected as stale, not accepted unfenced).
 func (l *Lease) Token() coord.Token { return newToken(l.prefix, l.rev) }
 
-// Name returns the name passed to Acquire.
+// Name returns the name passed to Acquire. It does not block.
 func (l *Lease) Name() string { return l.name }
 
-// Key returns the etcd key of the holder.
+// Key returns the etcd key of the holder (prefix/<session lease id hex>). It
+// does not block.
 func (l *Lease) Key() string { return l.key }
 
 // Context returns a context that is cancelled the moment the lease's authority is

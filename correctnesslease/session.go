@@ -113,10 +113,10 @@ func (s *Session) start(granted time.Time) {
 	go s.renew(granted)
 }
 
-// LeaseID returns the etcd lease of the session.
+// LeaseID returns the etcd lease of the session. It does not block.
 func (s *Session) LeaseID() clientv3.LeaseID { return s.id }
 
-// TTL returns the session's configured TTL.
+// TTL returns the session's configured TTL. It does not block.
 func (s *Session) TTL() time.Duration { return s.cfg.TTL }
 
 // Done returns a channel closed when the session has lost its authority: the
