@@ -168,6 +168,10 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 
 	var ok []int64
 	b := &pgx.Batch{}
+	// A mark lost in a server crash only means the batch is published again
+	// (at-least-once, the inbox absorbs it), so the relay does not wait for its
+	// commit to be flushed: lower lag and higher throughput, no loss.
+	b.Queue("SET LOCAL synchronous_commit = off")
 	failed := map[string]bool{}
 	var retries, parked int64
 	for i, m := range msgs {
@@ -220,7 +224,7 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 			return rows.Err()
 		})
 	}
-	if b.Len() > 0 {
+	if b.Len() > 1 {
 		if err := tx.SendBatch(bctx, b).Close(); err != nil {
 			return 0, fmt.Errorf("mark: %w", err)
 		}
