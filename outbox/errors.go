@@ -42,6 +42,7 @@ type EventError struct {
 	Reason string // human detail
 }
 
+// Error describes the rejected field and why.
 func (e *EventError) Error() string {
 	return fmt.Sprintf("outbox: invalid event #%d: %s: %v: %s", e.Index, e.Field, e.Err, e.Reason)
 }
@@ -58,6 +59,7 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error describes the invalid field and why.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("outbox: invalid config %s: %s", e.Field, e.Reason)
 }
