@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -329,4 +330,58 @@ func TestFaultRedisRestartedEmpty(t *testing.T) {
 	slices.Sort(learned)
 	t.Logf("restart: %d guards held the lock at the restarts; each learned of the loss %v after the kill (refresh period %v)",
 		heldAtFault, learned, faultPeriod)
+}
+
+// Redis down: acquisitions fail with the transport error (never ErrNotAcquired), a
+// retrying Acquire ends with its context and reports the last transport error, and
+// a held guard learns of the loss at its next refresh.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	srv := coordtest.PrivateRedis(t)
+	l := newLocker(t, srv.Client(t), "down", nil)
+	ctx := ctxT(t, 30*time.Second)
+	held, err := l.TryAcquireWith(ctx, "held", time.Second, &efficiencylock.LockOpts{AutoRefresh: ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lostAt atomic.Int64
+	stop := context.AfterFunc(held.Context(), func() { lostAt.Store(time.Now().UnixNano()) })
+	defer stop()
+	srv.Kill()
+	killed := time.Now()
+	if st := srv.Stats(); st.Kills != 1 {
+		t.Fatalf("kills = %d, want 1", st.Kills)
+	}
+
+	_, err = l.TryAcquire(ctx, "x", time.Second)
+	if err == nil || errors.Is(err, efficiencylock.ErrNotAcquired) {
+		t.Fatalf("TryAcquire with Redis down = %v, want a transport error", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = l.Acquire(short, "x", time.Second, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, efficiencylock.ErrNotAcquired) || !strings.Contains(err.Error(), "last attempt") {
+		t.Fatalf("Acquire with Redis down = %v, want DeadlineExceeded with the last transport error", err)
+	}
+
+	select {
+	case <-held.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("held guard never learned Redis was gone")
+	}
+	var lost *efficiencylock.LostError
+	if c := context.Cause(held.Context()); !errors.As(c, &lost) {
+		t.Fatalf("cause = %v, want *LostError", c)
+	}
+	for lostAt.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	after := time.Duration(lostAt.Load() - killed.UnixNano())
+	t.Logf("held guard (ttl 1s, refresh every 333ms) lost %v after the kill: %v", after, context.Cause(held.Context()))
+	if after > time.Second+faultSlack {
+		t.Errorf("held guard learned of the loss %v after the kill, later than its ttl (1s) plus %v slack", after, faultSlack)
+	}
+	if err := held.Release(ctx); err == nil || errors.Is(err, efficiencylock.ErrNotHeld) {
+		t.Fatalf("Release with Redis down = %v, want a transport error", err)
+	}
 }

@@ -122,6 +122,9 @@ func (l *Locker) acquire(ctx context.Context, name string, ttl time.Duration, re
 			held++
 		case ctx.Err() != nil:
 			// The context ended during the attempt; reported below.
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				last = err
+			}
 		case isServerError(err):
 			l.in.acquisition(ctx, l.in.acqError, attempt+1)
 			return nil, fmt.Errorf("efficiencylock: acquire %q: %w", name, err)
@@ -143,6 +146,9 @@ func (l *Locker) acquire(ctx context.Context, name string, ttl time.Duration, re
 		}
 		// The context ended.
 		cause := fmt.Errorf("efficiencylock: acquire %q: %w", name, context.Cause(ctx))
+		if last != nil {
+			cause = fmt.Errorf("efficiencylock: acquire %q: %w (last attempt: %w)", name, context.Cause(ctx), last)
+		}
 		if held > 0 {
 			l.in.acquisition(ctx, l.in.notAcquired, attempt+1)
 			return nil, errors.Join(&NotAcquiredError{Name: name, Attempts: attempt + 1, Err: last}, cause)
