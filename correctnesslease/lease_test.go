@@ -420,3 +420,40 @@ func TestContextCause(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionLostWhileWaiting: the waiter's session expires (revoked here);
+// Acquire returns an error, never a lease.
+func TestSessionLostWhileWaiting(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	ctx := context.Background()
+	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
+	holder, err := Acquire(ctx, a, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		l, err := Acquire(ctx, b, "job")
+		if l != nil {
+			t.Error("got a lease from an expired session")
+		}
+		errc <- err
+	}()
+	waitKeys(t, cli, holder.Token().Lease()+"/", 2)
+	if _, err := cli.Revoke(ctx, b.LeaseID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if r := lossReason(err); r != coord.LossKeyDeleted && r != coord.LossSessionExpired {
+			t.Fatalf("Acquire returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire still waiting on an expired session")
+	}
+	waitDone(t, b.Done(), testTTL, "waiter's session")
+	if holder.Err() != nil {
+		t.Fatalf("holder lost: %v", holder.Err())
+	}
+}
