@@ -47,6 +47,7 @@ type MismatchError struct {
 	Key Key // the reused key
 }
 
+// Error describes the reused key.
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("idempotency: key %s was used with a different request", e.Key)
 }
@@ -65,6 +66,7 @@ type InFlightError struct {
 	Age time.Duration
 }
 
+// Error describes the key in progress and the retry hint.
 func (e *InFlightError) Error() string {
 	return fmt.Sprintf("idempotency: key %s is in progress, retry after %s", e.Key, e.RetryAfter)
 }
@@ -79,6 +81,7 @@ type KeyError struct {
 	Reason string
 }
 
+// Error describes what is wrong with the key or scope.
 func (e *KeyError) Error() string {
 	return fmt.Sprintf("idempotency: invalid %s %q: %s", e.Field, e.Value, e.Reason)
 }
