@@ -296,8 +296,10 @@ func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]Message, error) {
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 		m.Payload = []byte(payload)
-		if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
-			return nil, fmt.Errorf("claim: headers of %s: %w", id, err)
+		if headers != "{}" {
+			if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
+				return nil, fmt.Errorf("claim: headers of %s: %w", id, err)
+			}
 		}
 		m.Attempt++
 		msgs = append(msgs, m)

@@ -30,15 +30,15 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	s.insertBatchNotify = batch + `, (SELECT pg_notify($9, '')) n ORDER BY u.ord`
 
 	// Scan pending rows in seq order, skipping keys that are parked or whose head
-	// waits for a retry, and try-lock each row's key: a key already driven by
+	// waits for a retry (NOT IN over small sets: hashed once per statement), and try-lock each row's key: a key already driven by
 	// another relay fails the try-lock and is skipped; the scan stops after $1
 	// rows of keys this relay now holds.
 	s.lockKeys = `SELECT o.aggregateid, max(o.seq) FROM (
   SELECT o.aggregateid, o.seq FROM ` + t + ` o
   WHERE o.published_at IS NULL
-    AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
-    AND NOT EXISTS (SELECT 1 FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
-                    AND r.aggregateid = o.aggregateid AND r.next_attempt_at > clock_timestamp())
+    AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
+    AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
+                              AND r.next_attempt_at > clock_timestamp())
     AND pg_try_advisory_xact_lock($2::int4, hashtext(o.aggregateid))
   ORDER BY o.seq LIMIT $1) o GROUP BY o.aggregateid`
 	// With the key locks held, a fresh snapshot: the pending rows up to the
