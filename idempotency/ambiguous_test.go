@@ -45,8 +45,8 @@ func TestAmbiguousCommitRetryIsExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var unknown, landed, lost, cutsBefore int
-	const delay = 60 * time.Millisecond
+	var unknown, landed, lost, late, cutsBefore int
+	const delay = 150 * time.Millisecond
 	for i := range trials {
 		key := idempotency.Key{Scope: "acme", ID: "ambiguous-" + strconv.Itoa(i)}
 		// Even trials: cut while the COMMIT sits in the proxy's delay, before the
@@ -81,10 +81,11 @@ func TestAmbiguousCommitRetryIsExactlyOnce(t *testing.T) {
 		if proxy.Stats().Cut == cutsBefore {
 			t.Fatalf("trial %d: the proxy cut nothing", i)
 		}
-		if err == nil {
-			t.Fatalf("trial %d: Do succeeded although its connection was cut before the answer", i)
-		}
-		if errors.Is(err, idempotency.ErrCommitUnknown) {
+		ambiguous := err != nil
+		switch {
+		case err == nil:
+			late++ // the answer beat the cut (a very busy machine): no fault this trial
+		case errors.Is(err, idempotency.ErrCommitUnknown):
 			unknown++
 		}
 		// The client retries with the same key until it gets an answer.
@@ -99,9 +100,13 @@ func TestAmbiguousCommitRetryIsExactlyOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("trial %d: retry: %v", i, err)
 		}
-		if res.Replayed {
+		switch {
+		case !ambiguous && !res.Replayed:
+			t.Fatalf("trial %d: Do answered, but the retry did not replay", i)
+		case !ambiguous:
+		case res.Replayed:
 			landed++
-		} else {
+		default:
 			lost++
 		}
 		if n := effectCount(t, db, key); n != 1 {
@@ -109,9 +114,9 @@ func TestAmbiguousCommitRetryIsExactlyOnce(t *testing.T) {
 		}
 	}
 	st := proxy.Stats()
-	t.Logf("%d trials: %d connections cut, %d ErrCommitUnknown; retry replayed %d (commit had landed), executed %d (it had not)",
-		trials, st.Cut, unknown, landed, lost)
-	if unknown == 0 || landed == 0 {
+	t.Logf("%d trials: %d connections cut, %d ErrCommitUnknown, %d answered before the cut; retry replayed %d (commit had landed), executed %d (it had not)",
+		trials, st.Cut, unknown, late, landed, lost)
+	if unknown < trials*3/4 || landed == 0 {
 		t.Fatalf("the fault did not produce both an unknown outcome and a landed commit: unknown %d, landed %d", unknown, landed)
 	}
 }
