@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MinRetention is the shortest retention Config accepts: RFC-COORD-001 keeps keys at
@@ -40,6 +42,9 @@ type Config struct {
 	MaxRequestBytes int
 	// MeterProvider provides the metrics. Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
+	// TracerProvider provides one span per Do, DoTx and Run, with the outcome as
+	// attribute coord.outcome. Default otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 	// Logger receives warnings (completer and pruner failures). Default slog.Default().
 	Logger *slog.Logger
 }
@@ -69,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
 	}
 	return c
 }

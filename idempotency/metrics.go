@@ -2,12 +2,15 @@ package idempotency
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type instruments struct {
@@ -45,6 +48,34 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		return nil, err
 	}
 	return &in, nil
+}
+
+// span starts the span of one Do, DoTx or Run; end records its outcome.
+func (s *Store) span(ctx context.Context, name string, key Key) (context.Context, trace.Span) {
+	return s.tracer.Start(ctx, name, trace.WithAttributes(attribute.String(coord.AttrTenant, key.Scope)))
+}
+
+// endSpan ends sp with the outcome of res and err.
+func endSpan(sp trace.Span, res Result, err error) {
+	outcome := "executed"
+	switch {
+	case err != nil:
+		outcome = "error"
+		var me *MismatchError
+		var ife *InFlightError
+		if errors.As(err, &me) {
+			outcome = "mismatch"
+		} else if errors.As(err, &ife) {
+			outcome = "in_flight"
+		} else {
+			sp.RecordError(err)
+			sp.SetStatus(codes.Error, err.Error())
+		}
+	case res.Replayed:
+		outcome = "replayed"
+	}
+	sp.SetAttributes(attribute.String(coord.AttrOutcome, outcome))
+	sp.End()
 }
 
 func (in *instruments) conflict(ctx context.Context, age time.Duration, op string) {

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 func TestMetrics(t *testing.T) {
@@ -68,6 +70,35 @@ func TestMetrics(t *testing.T) {
 	for name, n := range want {
 		if got[name] != n {
 			t.Errorf("%s = %d, want %d (all: %v)", name, got[name], n, got)
+		}
+	}
+}
+
+func TestSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	s, _ := newStore(t, idempotency.Config{TracerProvider: tp})
+	ctx := context.Background()
+	key := idempotency.Key{Scope: "acme", ID: "span"}
+	s.Do(ctx, key, fp("a"), effect(key, "x"), nil)
+	s.Do(ctx, key, fp("a"), effect(key, "x"), nil)
+	s.Do(ctx, key, fp("b"), effect(key, "x"), nil)
+	var got []string
+	for _, sp := range rec.Ended() {
+		for _, a := range sp.Attributes() {
+			if string(a.Key) == coord.AttrOutcome {
+				got = append(got, sp.Name()+"="+a.Value.AsString())
+			}
+		}
+	}
+	want := []string{"idempotency.Do=executed", "idempotency.Do=replayed", "idempotency.Do=mismatch"}
+	if len(got) != len(want) {
+		t.Fatalf("spans %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("spans %v, want %v", got, want)
 		}
 	}
 }

@@ -97,7 +97,13 @@ func (op *Operation) next(rp string) (int, error) {
 // the lock so a retry resumes at once, and returns the phase's error (wrapped). If
 // another run took the key over meanwhile, it returns an error matching ErrLockLost.
 // request (≤ Config.MaxRequestBytes) is stored so a resumed run sees it.
-func (s *Store) Run(ctx context.Context, key Key, fp Fingerprint, op *Operation, request []byte) (Result, error) {
+func (s *Store) Run(ctx context.Context, key Key, fp Fingerprint, op *Operation, request []byte) (res Result, err error) {
+	ctx, sp := s.span(ctx, "idempotency.Run", key)
+	defer func() { endSpan(sp, res, err) }()
+	return s.run(ctx, key, fp, op, request)
+}
+
+func (s *Store) run(ctx context.Context, key Key, fp Fingerprint, op *Operation, request []byte) (Result, error) {
 	if err := key.Validate(); err != nil {
 		return Result{}, err
 	}

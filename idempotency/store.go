@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Key row statuses.
@@ -35,6 +37,7 @@ type Store struct {
 	q     queries
 	// claimName names Do's prepared claim statement, per table.
 	claimName string
+	tracer    trace.Tracer
 }
 
 // Func is the effect of a request. It runs at most once per key that commits: in the
@@ -69,6 +72,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	ident, _ := tableIdent(cfg.Table)
 	s := &Store{pool: pool, cfg: cfg, ident: ident, table: ident.Sanitize(), in: in}
 	s.q = newQueries(s.table)
+	s.tracer = cfg.TracerProvider.Tracer(coord.InstrumentationName + "/idempotency")
 	s.claimName = "coordkit_idem_claim_" + FingerprintOf([]byte(s.table)).String()[:16]
 	return s, nil
 }
@@ -98,7 +102,13 @@ func (s *Store) waitTimeout(o *DoOpts) time.Duration {
 // fn's error (wrapped) with everything rolled back, and an error matching
 // ErrCommitUnknown when the connection broke while COMMIT was in flight — retry with
 // the same key: the retry replays or executes, never both.
-func (s *Store) Do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *DoOpts) (Result, error) {
+func (s *Store) Do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *DoOpts) (res Result, err error) {
+	ctx, sp := s.span(ctx, "idempotency.Do", key)
+	defer func() { endSpan(sp, res, err) }()
+	return s.do(ctx, key, fp, fn, opts)
+}
+
+func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *DoOpts) (Result, error) {
 	if err := key.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -192,7 +202,13 @@ func (s *Store) beginClaim(ctx context.Context, c *pgx.Conn, key Key, fp Fingerp
 // wait, tx is already aborted). Errors: *MismatchError, *InFlightError, *KeyError,
 // ErrResponseTooLarge, fn's error (wrapped), database errors (wrapped). ctx cancels
 // the database calls.
-func (s *Store) DoTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn Func, opts *DoOpts) (Result, error) {
+func (s *Store) DoTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn Func, opts *DoOpts) (res Result, err error) {
+	ctx, sp := s.span(ctx, "idempotency.DoTx", key)
+	defer func() { endSpan(sp, res, err) }()
+	return s.doTx(ctx, tx, key, fp, fn, opts)
+}
+
+func (s *Store) doTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn Func, opts *DoOpts) (Result, error) {
 	if err := key.Validate(); err != nil {
 		return Result{}, err
 	}
