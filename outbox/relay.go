@@ -271,7 +271,7 @@ func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]Message, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err = tx.Query(ctx, r.o.sql.claim, pgx.QueryExecModeExec, maxSeq)
+	rows, err = tx.Query(ctx, r.o.sql.claim, pgx.QueryExecModeExec, maxSeq, 4*r.cfg.BatchSize)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}

@@ -45,13 +45,16 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	// highest seq the locking scan reached, in seq order; the relay keeps those of
 	// the keys it locked (per key, a prefix from the true head: no lower bound,
 	// since a key's first rows may have been skipped while another relay held it).
+	// The LIMIT (a multiple of the batch) keeps the planner on the ordered index
+	// scan even when statistics still count published rows as pending; cutting
+	// the tail keeps every key's rows a prefix, so it is safe.
 	// Authoritative: it sees every mark committed by a previous holder of a key.
 	s.claim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
 WHERE o.published_at IS NULL AND o.seq <= $1
   AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
-ORDER BY o.seq`
+ORDER BY o.seq LIMIT $2`
 	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
 RETURNING extract(epoch FROM published_at - created_at)::float8 * 1000`
 	s.deletePublished = `DELETE FROM ` + t + ` WHERE seq = ANY($1::bigint[])
