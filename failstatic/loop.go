@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -23,13 +24,17 @@ var (
 // or re-list first after a compaction. It returns only when ctx ends.
 func (c *Cache[T]) run(ctx context.Context) {
 	attempt := 0
+	listed := !c.needList // New just listed: watch at once, no readiness check
 	for ctx.Err() == nil {
 		var err error
-		if c.needList {
+		switch {
+		case listed:
+			listed = false
+		case c.needList:
 			if err = c.list(ctx); errors.Is(err, ErrRejected) {
 				err = nil // the working map is complete; watch for a fix
 			}
-		} else {
+		default:
 			err = c.probe(ctx)
 		}
 		if err != nil {
@@ -73,7 +78,14 @@ func (c *Cache[T]) watch(ctx context.Context) (delivered, compacted bool, err er
 	if c.isPrefix {
 		opts = append(opts, clientv3.WithPrefix())
 	}
+	// clientv3's Watch blocks until the stream is open — forever if etcd went away
+	// just now. Bound it like any request: on timeout the channel comes back
+	// closed and the loop backs off.
+	watchdog := time.AfterFunc(c.cfg.RequestTimeout, cancel)
 	wch := c.client.Watch(wctx, c.watched, opts...)
+	if !watchdog.Stop() {
+		return false, false, fmt.Errorf("failstatic: opening watch: %w", context.DeadlineExceeded)
+	}
 	started := c.clock.Now()
 	c.watchOff.Store(int64(started.Sub(c.base)))
 	check := c.clock.NewTimer(c.cfg.ProbeInterval)
