@@ -106,8 +106,8 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			nextPrune = now.Add(r.cfg.PruneInterval)
 		}
-		if n >= r.cfg.BatchSize {
-			continue // more is waiting
+		if n > 0 {
+			continue // more may be waiting (a partial batch can mean other relays hold keys)
 		}
 		t := time.NewTimer(r.cfg.PollInterval)
 		select {
