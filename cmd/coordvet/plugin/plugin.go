@@ -6,6 +6,7 @@ package plugin
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/golangci/plugin-module-register/register"
 	"golang.org/x/tools/go/analysis"
@@ -78,9 +79,26 @@ func (p *Plugin) BuildAnalyzers() ([]*analysis.Analyzer, error) {
 		if a.Name == dw.Name {
 			a = dw
 		}
-		out = append(out, a)
+		out = append(out, withoutNamePrefix(a))
 	}
 	return out, nil
+}
+
+// withoutNamePrefix returns a copy of a whose diagnostics do not start with
+// "<check>: ": golangci-lint already prints the analyzer's name in front of
+// every message.
+func withoutNamePrefix(a *analysis.Analyzer) *analysis.Analyzer {
+	wrapped := *a
+	run := a.Run
+	wrapped.Run = func(pass *analysis.Pass) (any, error) {
+		inner := *pass
+		inner.Report = func(d analysis.Diagnostic) {
+			d.Message = strings.TrimPrefix(d.Message, a.Name+": ")
+			pass.Report(d)
+		}
+		return run(&inner)
+	}
+	return &wrapped
 }
 
 // GetLoadMode asks golangci-lint for type information, which every check needs.

@@ -63,7 +63,7 @@ func TestSettingsFromYAML(t *testing.T) {
 	for _, a := range as {
 		if a.Name == "dualwrite" {
 			// The configured broker is reported: the settings reached the analyzer.
-			analysistest.Run(t, vettest.TestData(t), a, "dualwrite/custom")
+			analysistest.Run(t, vettest.TestData(t), a, "plugin/custom")
 		}
 	}
 }
