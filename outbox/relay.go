@@ -145,12 +145,24 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	})
 	defer stop()
 
-	tx, err := r.db.Begin(ctx)
+	// One connection, an explicit transaction driven in three round trips:
+	// BEGIN+lock, claim, mark+COMMIT. On any error the transaction is rolled back
+	// (or the connection dropped by the pool, which discards a connection that is
+	// still in a transaction), which releases the key locks.
+	pc, err := r.db.Acquire(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
+		return 0, fmt.Errorf("acquire: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	msgs, err := r.claim(ctx, tx)
+	defer pc.Release()
+	conn := pc.Conn()
+	defer func() {
+		if conn.PgConn().TxStatus() != 'I' && !conn.IsClosed() {
+			rctx, rc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+			rc()
+		}
+	}()
+	msgs, err := r.claim(ctx, conn)
 	if err != nil || len(msgs) == 0 {
 		return 0, err
 	}
@@ -224,13 +236,12 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 			return rows.Err()
 		})
 	}
-	if b.Len() > 1 {
-		if err := tx.SendBatch(bctx, b).Close(); err != nil {
-			return 0, fmt.Errorf("mark: %w", err)
-		}
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(bctx, b).Close(); err != nil {
+		return 0, fmt.Errorf("mark and commit: %w", err)
 	}
-	if err := tx.Commit(bctx); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
+	if conn.PgConn().TxStatus() != 'I' {
+		return 0, errors.New("mark and commit: transaction did not commit")
 	}
 	r.stats.published.Add(int64(len(ok)))
 	r.stats.parked.Add(parked)
@@ -249,29 +260,30 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 
 // claim locks up to BatchSize rows' worth of keys and returns their pending rows,
 // per key a prefix in seq order that stops before a row not yet due.
-func (r *Relay) claim(ctx context.Context, tx pgx.Tx) ([]Message, error) {
-	// Unnamed statements (QueryExecModeExec) are planned with the actual batch
-	// size and keys every time: a cached generic plan of these two queries can
-	// scan every pending row of the locked keys.
-	rows, err := tx.Query(ctx, r.o.sql.lockKeys, pgx.QueryExecModeExec, r.cfg.BatchSize, r.o.relayClass)
-	if err != nil {
-		return nil, fmt.Errorf("lock keys: %w", err)
-	}
+func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
 	keys := map[string]bool{}
 	var key string
 	var seq, maxSeq int64
-	_, err = pgx.ForEachRow(rows, []any{&key, &seq}, func() error {
-		keys[key] = true
-		maxSeq = max(maxSeq, seq)
-		return nil
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	// Custom plans, always: a cached generic plan of the two claim queries (which
+	// cannot see the batch size and the seq bound) can read every pending row.
+	b.Queue("SET LOCAL plan_cache_mode = force_custom_plan")
+	b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass).Query(func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&key, &seq}, func() error {
+			keys[key] = true
+			maxSeq = max(maxSeq, seq)
+			return nil
+		})
+		return err
 	})
-	if err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("lock keys: %w", err)
 	}
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err = tx.Query(ctx, r.o.sql.claim, pgx.QueryExecModeExec, maxSeq, 4*r.cfg.BatchSize)
+	rows, err := tx.Query(ctx, r.o.sql.claim, maxSeq, 4*r.cfg.BatchSize)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}

@@ -88,6 +88,10 @@ func runChildRelay() int {
 	ob, _ := outbox.New(relayConfig())
 	pub := &evidence{inner: natsjs.New(js, &natsjs.Options{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }}),
 		db: pool, relay: "child", after: func() {
+			// Outlive JetStream's 100 ms duplicate window first, so the other
+			// relay's re-publication reaches the consumer and the inbox must
+			// drop it; then announce, and wait to be killed.
+			time.Sleep(150 * time.Millisecond)
 			fmt.Println(publishedLine)
 			time.Sleep(300 * time.Millisecond) // the parent kills us here
 		}}
