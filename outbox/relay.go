@@ -300,6 +300,9 @@ func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
 		if !keys[m.Key] {
 			continue // a key this relay did not lock
 		}
+		if len(msgs) >= r.cfg.BatchSize {
+			break // rows committed since the locking scan; cutting the tail keeps per-key prefixes
+		}
 		if stopped[m.Key] || !due {
 			stopped[m.Key] = true
 			continue
