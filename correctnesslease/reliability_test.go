@@ -2,7 +2,7 @@ package correctnesslease
 
 import (
 	"context"
-	"os"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,9 +11,6 @@ import (
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// full reports whether the long trial counts were asked for (COORD_FULL=1).
-func full() bool { return os.Getenv("COORD_FULL") == "1" }
 
 type partitionTrial struct {
 	stepDown   time.Time // when the holder's lease context was cancelled
@@ -119,11 +116,11 @@ func runPartitionTrial(t *testing.T, e *coordtest.EtcdServer, name string, delay
 // fires before the rival acquires the lease, which is before the rival's first
 // write.
 func TestBlackholedHolderStepsDownFirst(t *testing.T) {
+	res := coordtest.NewResult("blackholed lease holder steps down before the rival acquires")
+	res.Package = "correctnesslease"
+	defer coordtest.Report(t, res)
 	e := coordtest.Etcd(t)
-	trials := 6
-	if full() {
-		trials = 40
-	}
+	trials := coordtest.Pick(6, 40)
 	var lags []time.Duration
 	blackholes := 0
 	for i := range trials {
@@ -132,6 +129,8 @@ func TestBlackholedHolderStepsDownFirst(t *testing.T) {
 			t.Fatalf("trial %d: fault not injected: %d blackholes, %d bytes dropped", i, r.blackholes, r.dropped)
 		}
 		blackholes += r.blackholes
+		res.Faults["holder connection blackholed"] += r.blackholes
+		res.Outcome["bytes dropped"] += r.dropped
 		if r.spurious {
 			t.Fatalf("trial %d: stepped down before the fault", i)
 		}
@@ -142,8 +141,14 @@ func TestBlackholedHolderStepsDownFirst(t *testing.T) {
 			t.Fatalf("trial %d: rival acquired %v BEFORE the holder stepped down", i, r.stepDown.Sub(r.rivalTakes))
 		}
 		lags = append(lags, r.rivalTakes.Sub(r.stepDown))
+		res.Trials++
+		res.Outcome["step-down before rival acquired"]++
 	}
 	slices.Sort(lags)
+	res.Outcome["lag min ms"] = lags[0].Milliseconds()
+	res.Outcome["lag median ms"] = lags[len(lags)/2].Milliseconds()
+	res.Outcome["lag max ms"] = lags[len(lags)-1].Milliseconds()
+	res.Notes = fmt.Sprintf("lag = rival acquires - holder steps down; TTL %v", testTTL)
 	t.Logf("%d trials, %d blackholes injected; step-down preceded the rival's acquisition in every one; lag (rival acquires - holder steps down): min %v median %v max %v (TTL %v)",
 		trials, blackholes, lags[0].Round(time.Millisecond), lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond), testTTL)
 }
@@ -153,12 +158,13 @@ func TestBlackholedHolderStepsDownFirst(t *testing.T) {
 // lease while they get through, and once the connection is blackholed its
 // step-down still precedes the server's expiry (the rival's acquisition).
 func TestDelayedKeepalivesStepDownFirst(t *testing.T) {
+	res := coordtest.NewResult("delayed keepalives: holder steps down before the rival acquires")
+	res.Package = "correctnesslease"
+	defer coordtest.Report(t, res)
 	e := coordtest.Etcd(t)
 	rtts := []time.Duration{0, testTTL / 6, testTTL/3 - 150*time.Millisecond}
-	rounds := 1
-	if full() {
-		rounds = 5
-	}
+	rounds := coordtest.Pick(1, 5)
+	var minLag, maxLag time.Duration
 	for _, rtt := range rtts {
 		for round := range rounds {
 			r := runPartitionTrial(t, e, "leader", rtt/2, testTTL, testTTL/3-10*time.Millisecond)
@@ -171,8 +177,27 @@ func TestDelayedKeepalivesStepDownFirst(t *testing.T) {
 			if !r.stepDown.Before(r.rivalTakes) {
 				t.Fatalf("rtt %v round %d: rival acquired %v BEFORE the holder stepped down", rtt, round, r.stepDown.Sub(r.rivalTakes))
 			}
+			lag := r.rivalTakes.Sub(r.stepDown)
+			if res.Trials == 0 || lag < minLag {
+				minLag = lag
+			}
+			maxLag = max(maxLag, lag)
+			res.Trials++
+			if rtt > 0 {
+				res.Faults["keepalives delayed"]++
+			}
+			res.Faults["holder connection blackholed"] += r.blackholes
+			res.Outcome["bytes dropped"] += r.dropped
+			res.Outcome["step-down before rival acquired"]++
+			if r.spurious {
+				res.Outcome["stepped down during the delay"]++
+			}
+			res.Outcome["lag min ms"] = minLag.Milliseconds()
+			res.Outcome["lag max ms"] = maxLag.Milliseconds()
 			t.Logf("rtt %v round %d: holder stepped down (%s, spurious before the blackhole: %v) %v before the rival acquired",
-				rtt, round, r.reason, r.spurious, r.rivalTakes.Sub(r.stepDown).Round(time.Millisecond))
+				rtt, round, r.reason, r.spurious, lag.Round(time.Millisecond))
 		}
 	}
+	res.Notes = fmt.Sprintf("keepalive round trips %v, %v, %v (keepalive timeout TTL/3 - 10 ms), then a blackhole; lag = rival acquires - holder steps down; TTL %v",
+		rtts[0], rtts[1], rtts[2], testTTL)
 }

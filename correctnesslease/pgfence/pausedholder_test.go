@@ -21,9 +21,6 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// full reports whether the long trial counts were asked for.
-func full() bool { return os.Getenv("COORD_FULL") == "1" }
-
 // holderProc is the re-executed test binary in the holder role.
 type holderProc struct {
 	cmd    *exec.Cmd
@@ -148,12 +145,15 @@ func (h *holderProc) next(t *testing.T) (cmd string, args []string) {
 // each), so 50 trials take about five TTLs.
 func TestPausedHolderWritesAreRejected(t *testing.T) {
 	t.Parallel()
+	res := coordtest.NewResult("paused (SIGSTOP) lease holder's writes are fenced off")
+	res.Package = "correctnesslease/pgfence"
+	defer coordtest.Report(t, res)
 	const ttl = correctnesslease.MinTTL
 	rounds, perRound := 5, 10
 	if r := os.Getenv("PGFENCE_ROUNDS"); r != "" {
 		rounds, _ = strconv.Atoi(r)
 	}
-	if full() {
+	if coordtest.Full() {
 		rounds = 30
 	}
 	etcd := coordtest.Etcd(t)
@@ -276,6 +276,15 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 		"zombie writes attempted %d, stale writes accepted %d, rejected %d, coord.fence.rejected %d",
 		rounds, perRound, time.Since(start).Round(time.Millisecond), h.pauses, minDur(stoppedFor), maxDur(stoppedFor),
 		attempted, zombieRows, rejected, metric)
+	res.Trials = trials
+	res.Faults["holder SIGSTOPped past the TTL"] = h.pauses
+	res.Outcome["zombie writes attempted"] = int64(attempted)
+	res.Outcome["stale writes accepted"] = int64(zombieRows)
+	res.Outcome["stale writes rejected"] = int64(rejected)
+	res.Outcome["coord.fence.rejected counted"] = int64(metric)
+	res.Outcome["rival writes"] = int64(rivalRows)
+	res.Notes = fmt.Sprintf("%d rounds x %d lease names, TTL %v; holder stopped %v..%v per round",
+		rounds, perRound, ttl, minDur(stoppedFor), maxDur(stoppedFor))
 	want := rounds * perRound
 	switch {
 	case h.pauses != rounds || attempted != want:
