@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -39,12 +38,7 @@ const (
 	faultSlack = time.Second
 )
 
-func faultRounds() int {
-	if os.Getenv("COORD_FULL") == "1" {
-		return 10
-	}
-	return 2
-}
+func faultRounds() int { return coordtest.Pick(2, 10) }
 
 type guardRec struct {
 	lock       *efficiencylock.Lock
@@ -218,8 +212,9 @@ func (tr *trial) run(rounds int, fault func(round int)) {
 	tr.mu.Unlock()
 }
 
-// report logs the figures and returns the number of duplicate executions.
-func (tr *trial) report(kind string) int {
+// report logs the figures, records them in res and returns the number of
+// duplicate executions.
+func (tr *trial) report(kind string, res *coordtest.Result) int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	dups := 0
@@ -231,6 +226,18 @@ func (tr *trial) report(kind string) int {
 		"%d acquisitions while another worker was inside a job; releases: %d ok, %d not held, %d errors; acquire errors %d; panics %d",
 		kind, len(tr.guards), tr.completed, tr.abandoned, len(tr.execs), dups, tr.concurrent, tr.overlaps,
 		tr.releaseOK.Load(), tr.releaseNotHeld.Load(), tr.releaseErrs.Load(), tr.acquireErrs.Load(), tr.panics.Load())
+	res.Outcome["acquisitions"] = int64(len(tr.guards))
+	res.Outcome["jobs completed"] = int64(tr.completed)
+	res.Outcome["jobs abandoned on loss"] = int64(tr.abandoned)
+	res.Outcome["steps applied"] = int64(len(tr.execs))
+	res.Outcome["duplicate executions"] = int64(dups)
+	res.Outcome["concurrent duplicate steps"] = int64(tr.concurrent)
+	res.Outcome["overlapping acquisitions"] = int64(tr.overlaps)
+	res.Outcome["releases ok"] = tr.releaseOK.Load()
+	res.Outcome["releases not held"] = tr.releaseNotHeld.Load()
+	res.Outcome["release errors"] = tr.releaseErrs.Load()
+	res.Outcome["acquire errors"] = tr.acquireErrs.Load()
+	res.Outcome["panics"] = tr.panics.Load()
 	if tr.panics.Load() != 0 {
 		tr.t.Errorf("%d panics", tr.panics.Load())
 	}
@@ -274,6 +281,9 @@ func checkLearned(t *testing.T, what string, held []*guardRec, since, deadline t
 
 func TestFaultRedisPausedPastTTL(t *testing.T) {
 	t.Parallel()
+	res := coordtest.NewResult("Redis paused (SIGSTOP) past the lock TTL")
+	res.Package = "efficiencylock"
+	defer coordtest.Report(t, res)
 	srv := coordtest.PrivateRedis(t)
 	tr := newTrial(t, srv)
 	rounds := faultRounds()
@@ -300,14 +310,22 @@ func TestFaultRedisPausedPastTTL(t *testing.T) {
 	if st.Pauses != rounds || st.Resumes != rounds {
 		t.Fatalf("faults injected: %d pauses, %d resumes; want %d each", st.Pauses, st.Resumes, rounds)
 	}
-	tr.report(fmt.Sprintf("Redis SIGSTOPped for %v (ttl %v) ×%d", pause, faultTTL, rounds))
+	tr.report(fmt.Sprintf("Redis SIGSTOPped for %v (ttl %v) ×%d", pause, faultTTL, rounds), res)
 	slices.Sort(learned)
+	res.Trials = rounds
+	res.Faults["redis SIGSTOPped"] = st.Pauses
+	recordLearned(res, heldAtFault, learned)
+	res.Notes = fmt.Sprintf("%d workers, ttl %v, auto-refresh every %v, pause %v; duplicates are expected (an efficiency lock): the assertions are that every holder learned of the loss within ttl + one refresh period, typed errors, no panic",
+		faultWorkers, faultTTL, faultPeriod, pause)
 	t.Logf("pause: %d guards held the lock at the pauses; each learned of the loss %v after the pause began (ttl %v, refresh period %v)",
 		heldAtFault, learned, faultTTL, faultPeriod)
 }
 
 func TestFaultRedisRestartedEmpty(t *testing.T) {
 	t.Parallel()
+	res := coordtest.NewResult("Redis restarted empty under a held lock")
+	res.Package = "efficiencylock"
+	defer coordtest.Report(t, res)
 	srv := coordtest.PrivateRedis(t)
 	tr := newTrial(t, srv)
 	rounds := faultRounds()
@@ -326,10 +344,25 @@ func TestFaultRedisRestartedEmpty(t *testing.T) {
 	if st.Starts != rounds+1 || st.Kills < rounds {
 		t.Fatalf("faults injected: %d starts, %d kills; want %d restarts", st.Starts, st.Kills, rounds)
 	}
-	tr.report(fmt.Sprintf("Redis restarted empty ×%d (ttl %v)", rounds, faultTTL))
+	tr.report(fmt.Sprintf("Redis restarted empty ×%d (ttl %v)", rounds, faultTTL), res)
 	slices.Sort(learned)
+	res.Trials = rounds
+	res.Faults["redis restarted empty"] = st.Kills
+	recordLearned(res, heldAtFault, learned)
+	res.Notes = fmt.Sprintf("%d workers, ttl %v, auto-refresh every %v; duplicates are expected (an efficiency lock): the assertions are that every holder learned of the loss within one refresh period (+%v slack), typed errors, no panic",
+		faultWorkers, faultTTL, faultPeriod, faultSlack)
 	t.Logf("restart: %d guards held the lock at the restarts; each learned of the loss %v after the kill (refresh period %v)",
 		heldAtFault, learned, faultPeriod)
+}
+
+// recordLearned records how many guards held the lock at the faults and how
+// soon (sorted latencies) they learned of the loss.
+func recordLearned(res *coordtest.Result, heldAtFault int, learned []time.Duration) {
+	res.Outcome["guards holding at the fault"] = int64(heldAtFault)
+	res.Outcome["guards that learned of the loss"] = int64(len(learned))
+	if len(learned) > 0 {
+		res.Outcome["learned loss max ms"] = learned[len(learned)-1].Milliseconds()
+	}
 }
 
 // Redis down: acquisitions fail with the transport error (never ErrNotAcquired), a
