@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 )
 
 // Do and DoTx racing on one key, many rounds, at the Store level: exactly one
 // execution per key, every other call a byte-identical replay or *InFlightError.
 func TestStoreConcurrentDoAndDoTx(t *testing.T) {
+	rep := coordtest.NewResult("concurrent Do and DoTx on one key")
+	rep.Package = "idempotency"
+	defer coordtest.Report(t, rep)
 	const concurrent = 8 // the shared test pool has few connections; httpidem runs 50
 	rounds := 15
 	if full() {
@@ -83,6 +87,12 @@ func TestStoreConcurrentDoAndDoTx(t *testing.T) {
 		t.Fatalf("%d executions in %d rounds", executed, rounds)
 	}
 	t.Logf("%d rounds × %d: %d executed, %d replayed, %d in flight", rounds, concurrent, executed, replayed, inflight)
+	rep.Trials = rounds
+	rep.Faults["concurrent calls on one key"] = rounds * concurrent
+	rep.Outcome["executed"] = int64(executed)
+	rep.Outcome["replayed byte-identical"] = int64(replayed)
+	rep.Outcome["ErrInFlight"] = int64(inflight)
+	rep.Notes = "half the calls Do, half DoTx in the caller's transaction; each round's key must have exactly one effect"
 }
 
 // A run whose lock expired mid-phase loses the key to the completer: its next

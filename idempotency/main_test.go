@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 }
 
 // full reports whether the long trial counts were asked for (COORD_FULL=1).
-func full() bool { return os.Getenv("COORD_FULL") == "1" }
+func full() bool { return coordtest.Full() }
 
 // newStore returns a migrated Store on a fresh schema plus an effects table:
 // effects(scope, key) counts how often an effect committed.

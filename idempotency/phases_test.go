@@ -114,6 +114,9 @@ func TestPhasedFailureResumesFromRecoveryPoint(t *testing.T) {
 // lock expired) or the completer finishes it; the provider got the same key every
 // time and charged once.
 func TestPhasedCrashIsFinished(t *testing.T) {
+	rep := coordtest.NewResult("phased request: worker killed between phases")
+	rep.Package = "idempotency"
+	defer coordtest.Report(t, rep)
 	reps := 1
 	if full() {
 		reps = 5
@@ -192,4 +195,11 @@ func TestPhasedCrashIsFinished(t *testing.T) {
 	}
 	t.Logf("%d trials: %d workers killed between phases, %d answered in-flight after the kill, %d finished by retry, %d by the completer, %d charges (one per key)",
 		trial, kills, inflight, byRetry, byCompleter, distinct)
+	rep.Trials = trial
+	rep.Faults["worker SIGKILLed between phases"] = kills
+	rep.Outcome["ErrInFlight after the kill"] = int64(inflight)
+	rep.Outcome["finished by retry"] = int64(byRetry)
+	rep.Outcome["finished by the completer"] = int64(byCompleter)
+	rep.Outcome["charges (one per key)"] = int64(distinct)
+	rep.Notes = "kill points after-charge and in-finish; the provider got the same key every time"
 }

@@ -3,7 +3,6 @@ package httpidem_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"testing"
 
 	"github.com/coordkit/coordkit/idempotency"
@@ -15,7 +14,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func full() bool { return os.Getenv("COORD_FULL") == "1" }
+func full() bool { return coordtest.Full() }
 
 type env struct {
 	store *idempotency.Store

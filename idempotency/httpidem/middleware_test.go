@@ -14,6 +14,7 @@ import (
 
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/idempotency/httpidem"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 type reply struct {
@@ -195,6 +196,9 @@ func TestHTTPServerErrorNotStored(t *testing.T) {
 // answer a 409 (with Retry-After) or a byte-identical replay; afterwards the same key
 // with a different body is 422 every time.
 func TestHTTPConcurrentSameKey(t *testing.T) {
+	rep := coordtest.NewResult("HTTP: 50 concurrent requests with one Idempotency-Key")
+	rep.Package = "idempotency/httpidem"
+	defer coordtest.Report(t, rep)
 	const concurrent = 50
 	rounds := 20
 	if full() {
@@ -283,6 +287,14 @@ func TestHTTPConcurrentSameKey(t *testing.T) {
 	}
 	t.Logf("%d rounds × %d concurrent in %v: %d executed, %d replayed byte-identical, %d × 409, %d × 422",
 		rounds, concurrent, time.Since(start).Round(time.Millisecond), executed, replayed, conflicts, mismatches)
+	rep.Trials = rounds
+	rep.Faults["concurrent requests on one key"] = rounds * concurrent
+	rep.Faults["same key, different body"] = mismatches
+	rep.Outcome["executed"] = int64(executed)
+	rep.Outcome["replayed byte-identical"] = int64(replayed)
+	rep.Outcome["409 with Retry-After"] = int64(conflicts)
+	rep.Outcome["422 on a different body"] = int64(mismatches)
+	rep.Notes = "every fifth round's handler outlives WaitTimeout, so duplicates get 409"
 	if conflicts == 0 || replayed == 0 {
 		t.Fatalf("both outcomes must occur: %d replays, %d conflicts", replayed, conflicts)
 	}
