@@ -126,10 +126,10 @@ func crashOrder(i int) order {
 }
 
 func TestCrashAtEveryBoundary(t *testing.T) {
-	n := 100
-	if os.Getenv("COORD_FULL") != "" {
-		n = 500
-	}
+	res := coordtest.NewResult("saga runners SIGKILLed at every step boundary, one paused past its claim")
+	res.Package = "saga"
+	defer coordtest.Report(t, res)
+	n := coordtest.Pick(100, 500)
 	e := newEnv(t)
 	ctx := context.Background()
 	c, def := e.client(t, crashConfig())
@@ -188,10 +188,7 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 	// 2. Two runners at a time, each SIGKILLed at its assigned boundary, until
 	// every boundary has seen `rounds` kills.
 	points := crashPoints()
-	rounds := 1
-	if os.Getenv("COORD_FULL") != "" {
-		rounds = 3
-	}
+	rounds := coordtest.Pick(1, 3)
 	killsAt := map[string]int{}
 	timeouts := 0
 	var mu sync.Mutex
@@ -297,6 +294,16 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 	}
 	t.Logf("sagas %d (completed %d, compensated %d), all terminal; SIGKILLs at boundaries %d over %d boundaries, kills without reaching the boundary %d; paused runner's stale writes rejected %d; compensations after pivot %d",
 		len(ids), completed, compensated, kills, len(points), timeouts, staleRejected, afterPivot)
+	res.Trials = len(ids)
+	res.Faults["runner SIGKILLed at a step boundary"] = kills
+	res.Faults["runner killed before reaching its boundary"] = timeouts
+	res.Faults["runner paused past its claim"] = 1
+	res.Outcome["sagas terminal"] = int64(completed + compensated)
+	res.Outcome["sagas completed"] = int64(completed)
+	res.Outcome["sagas compensated"] = int64(compensated)
+	res.Outcome["stale writes rejected"] = int64(staleRejected)
+	res.Outcome["compensations after the pivot"] = int64(afterPivot)
+	res.Notes = fmt.Sprintf("%d boundaries, each killed at least %d time(s); trials = sagas; every participant effect checked exactly once", len(points), rounds)
 	if kills < len(points) || staleRejected < 1 || len(ids) < 100 {
 		t.Fatalf("faults did not happen: kills %d stale %d sagas %d", kills, staleRejected, len(ids))
 	}

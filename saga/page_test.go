@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 type pager struct {
@@ -35,6 +36,9 @@ func (p *pager) get() []Page {
 // TestCompensationAlwaysFailsPages: a compensation that always fails pages after
 // exactly 3 attempts, the saga goes to needs_human, and the age metric shows it.
 func TestCompensationAlwaysFailsPages(t *testing.T) {
+	res := coordtest.NewResult("saga compensation always fails: pages once, waits for a human")
+	res.Package = "saga"
+	defer coordtest.Report(t, res)
 	e := newEnv(t)
 	e.p.compFails = "reserve"
 	reader := sdkmetric.NewManualReader()
@@ -78,6 +82,12 @@ func TestCompensationAlwaysFailsPages(t *testing.T) {
 	if sumCounter(rm, coord.MetricSagaSteps) == 0 || sumCounter(rm, coord.MetricSagaRetries) != 2 {
 		t.Fatalf("steps %d retries %d", sumCounter(rm, coord.MetricSagaSteps), sumCounter(rm, coord.MetricSagaRetries))
 	}
+	res.Trials = 1
+	res.Faults["compensation failed"] = e.p.callCount("reserve/compensate")
+	res.Outcome["pages"] = int64(len(pages))
+	res.Outcome["compensation failures counted"] = sumCounter(rm, coord.MetricSagaCompensationFailure)
+	res.Outcome["retries counted"] = sumCounter(rm, coord.MetricSagaRetries)
+	res.Outcome["needs_human age ms"] = int64(age * 1000)
 	if l, _ := c.List(ctx, &ListOpts{States: []State{StateNeedsHuman}, OlderThan: 100 * time.Millisecond}); len(l) != 1 || l[0].ID != id {
 		t.Fatalf("List needs_human = %+v", l)
 	}
@@ -92,6 +102,7 @@ func TestCompensationAlwaysFailsPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, c, id, 20*time.Second, StateCompensated)
+	res.Outcome["compensated after a human retry"] = 1
 	if err := c.Resolve(ctx, id, ResolveRetry, "again"); !errors.Is(err, ErrWrongState) {
 		t.Fatalf("resolve a compensated saga: %v", err)
 	}
