@@ -19,6 +19,9 @@ import (
 // changes its subscriber received, in order, onto the starting state must give
 // the same state (none missing, none out of order).
 func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
+	res := coordtest.NewResult("watcher blackholed while updates land and history is compacted")
+	res.Package = "failstatic"
+	defer coordtest.Report(t, res)
 	trials, updates := 3, 200
 	if fullTier() {
 		trials, updates = 10, 1000
@@ -98,6 +101,16 @@ func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
 	snaps, _ := rec.get()
 	t.Logf("trials %d × %d updates (%d deletes), compactions %d, blackholes %d, dropped %d bytes, relists %d, reconnects %d, snapshots delivered %d",
 		trials, updates, deletes, compactions, st.Blackholes, st.DroppedBytes, c.Status().Relists, c.Status().Reconnects, len(snaps))
+	res.Trials = trials
+	res.Faults["watcher connection blackholed"] = st.Blackholes
+	res.Faults["history compacted past the watcher"] = compactions
+	res.Outcome["updates while blackholed"] = int64(trials * updates)
+	res.Outcome["deletes among them"] = int64(deletes)
+	res.Outcome["bytes dropped"] = st.DroppedBytes
+	res.Outcome["relists"] = c.Status().Relists
+	res.Outcome["reconnects"] = c.Status().Reconnects
+	res.Outcome["snapshots delivered"] = int64(len(snaps))
+	res.Notes = "after each heal the cache equals etcd and the subscriber's changes replay, in order, to the same state"
 	if st.Blackholes != trials || compactions != trials {
 		t.Fatalf("faults: %d blackholes, %d compactions, want %d", st.Blackholes, compactions, trials)
 	}

@@ -2,6 +2,7 @@ package failstatic_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,7 +12,7 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-func fullTier() bool { return os.Getenv("COORD_FULL") == "1" }
+func fullTier() bool { return coordtest.Full() }
 
 func copyFile(t testing.TB, from, to string) {
 	t.Helper()
@@ -33,6 +34,9 @@ func copyFile(t testing.TB, from, to string) {
 // the truth (time since the freeze), and the fail-closed class must fail at its
 // threshold ± 1 s while the other keys keep serving.
 func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
+	res := coordtest.NewResult("every etcd member frozen, client restarted from disk mid-outage")
+	res.Package = "failstatic"
+	defer coordtest.Report(t, res)
 	outage, threshold := 12*time.Second, 3*time.Second
 	if fullTier() {
 		outage, threshold = 60*time.Second, 20*time.Second
@@ -165,6 +169,20 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 	t.Logf("faults: %d pauses, %d resumes, %d client restarts (New from disk took %v); reads %d, served %d, max |staleness-truth| %v, revocations failed closed first at %v (threshold %v), %d closed reads",
 		pauses, resumes, restarts, restartTook, reads, served, maxDev, firstFail, threshold, staleFails)
 	t.Logf("re-executed client process: %d reads from disk, New took %d ms, max |staleness-truth| %v", len(childReads), childStartMs, maxChildDev)
+	res.Trials = reads
+	res.Faults["etcd member SIGSTOPped"] = pauses
+	res.Faults["client restarted from disk (in process)"] = restarts
+	res.Faults["client process re-executed from disk"] = processRestarts
+	res.Outcome["reads served"] = int64(served)
+	res.Outcome["max staleness deviation ms"] = maxDev.Milliseconds()
+	res.Outcome["fail-closed reads"] = int64(staleFails)
+	res.Outcome["fail-closed reads before threshold - 1 s"] = int64(earlyFails)
+	res.Outcome["first fail-closed ms"] = firstFail.Milliseconds()
+	res.Outcome["restart from disk ms"] = restartTook.Milliseconds()
+	res.Outcome["child process reads from disk"] = int64(len(childReads))
+	res.Outcome["child process New ms"] = childStartMs
+	res.Outcome["child max staleness deviation ms"] = maxChildDev.Milliseconds()
+	res.Notes = fmt.Sprintf("outage %v, fail-closed threshold %v; trials = reads during the outage", outage, threshold)
 	if pauses != 3 || resumes != 3 || restarts != 1 || processRestarts != 1 {
 		t.Fatalf("faults not injected: pauses=%d resumes=%d restarts=%d", pauses, resumes, restarts)
 	}
