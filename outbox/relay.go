@@ -71,14 +71,21 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer close(listenDone)
 		r.listen(lctx, wake)
 	}()
+	pruneDone := make(chan struct{})
+	go func() {
+		defer close(pruneDone)
+		if !r.cfg.DeleteOnPublish {
+			r.pruneLoop(lctx)
+		}
+	}()
 	defer func() {
 		stopListen()
 		<-listenDone
+		<-pruneDone
 	}()
 
 	clock := coord.SystemClock()
 	var nextGauge time.Time
-	nextPrune := time.Now().Add(r.cfg.PruneInterval)
 	errStreak := 0
 	for ctx.Err() == nil {
 		n, err := r.batch(ctx)
@@ -100,12 +107,6 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.observeOldest(ctx)
 			nextGauge = now.Add(time.Second)
 		}
-		if !r.cfg.DeleteOnPublish && now.After(nextPrune) {
-			if _, err := r.o.Prune(ctx, r.db); err != nil && ctx.Err() == nil {
-				r.cfg.Logger.WarnContext(ctx, "outbox relay: prune failed", "table", r.cfg.Table, "err", err)
-			}
-			nextPrune = now.Add(r.cfg.PruneInterval)
-		}
 		if n > 0 {
 			continue // more may be waiting (a partial batch can mean other relays hold keys)
 		}
@@ -118,6 +119,23 @@ func (r *Relay) Run(ctx context.Context) error {
 		t.Stop()
 	}
 	return nil
+}
+
+// pruneLoop prunes every PruneInterval, beside the publishing loop (so a long
+// prune never delays publication), until ctx is done.
+func (r *Relay) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.PruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := r.o.Prune(ctx, r.db); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.WarnContext(ctx, "outbox relay: prune failed", "table", r.cfg.Table, "err", err)
+		}
+	}
 }
 
 func (r *Relay) observeOldest(ctx context.Context) {
