@@ -120,13 +120,13 @@ func TestAmbiguousCommitRetryIsExactlyOnce(t *testing.T) {
 	t.Logf("%d trials: %d connections cut, %d ErrCommitUnknown, %d answered before the cut; retry replayed %d (commit had landed), executed %d (it had not)",
 		trials, st.Cut, unknown, late, landed, lost)
 	rep.Trials = trials
-	rep.Faults["connection cut during COMMIT"] = st.Cut
+	rep.Faults["connections cut while COMMIT was in flight"] = st.Cut
 	rep.Outcome["ErrCommitUnknown"] = int64(unknown)
 	rep.Outcome["answered before the cut"] = int64(late)
 	rep.Outcome["retry replayed (commit had landed)"] = int64(landed)
 	rep.Outcome["retry executed (commit had not landed)"] = int64(lost)
 	rep.Outcome["effects per key"] = 1 // checked in every trial
-	rep.Notes = "even trials cut before the server sees COMMIT, odd trials after it committed while the answer is held in the proxy"
+	rep.Notes = "one Cut per trial closes every open proxied connection (so more connections than trials); even trials cut before the server sees COMMIT, odd trials after it committed while the answer is held in the proxy"
 	if unknown < trials*3/4 || landed == 0 {
 		t.Fatalf("the fault did not produce both an unknown outcome and a landed commit: unknown %d, landed %d", unknown, landed)
 	}
