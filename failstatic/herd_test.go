@@ -167,7 +167,7 @@ func TestReconnectHerd(t *testing.T) {
 	res.Outcome["reconnects"] = reconnects
 	res.Outcome["chi-square x100 (first delays, 10 buckets)"] = int64(chi * 100)
 	res.Outcome["backoff rounds checked"] = rounds
-	res.Notes = fmt.Sprintf("fake clock, seeded full-jitter backoff; first reconnect delays per 10 ms bucket %v (uniform: chi-square 1%% point 21.67)", buckets)
+	res.Notes = fmt.Sprintf("fake clock, seeded full-jitter backoff; first reconnect delays per 10 ms bucket %v, chi-square %.1f (uniform: below the 1%% point 21.67)", buckets, chi)
 	if st.Kills < 1 || st.Starts != 2 {
 		t.Fatalf("etcd restart not injected: %+v", st)
 	}
