@@ -60,7 +60,7 @@ func NewInbox(cfg InboxConfig) (*Inbox, error) {
 	if cfg.Retention < 0 || cfg.PruneBatch < 1 {
 		return nil, &ConfigError{Field: "Retention/PruneBatch", Reason: "must be positive"}
 	}
-	m, err := newMetrics(cfg.MeterProvider)
+	m, err := newMetrics(cfg.MeterProvider, false)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: inbox metrics: %w", err)
 	}

@@ -19,7 +19,9 @@ type metrics struct {
 	oldest    atomic.Uint64 // float64 bits, seconds; written by relays
 }
 
-func newMetrics(mp metric.MeterProvider) (*metrics, error) {
+// newMetrics creates the instruments; gauge registers the oldest-unpublished
+// gauge (relays' side only: an Inbox must not report a zero age).
+func newMetrics(mp metric.MeterProvider, gauge bool) (*metrics, error) {
 	mt := mp.Meter(coord.InstrumentationName + "/outbox")
 	m := &metrics{}
 	var err error
@@ -42,6 +44,9 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	}
 	if m.dups, err = mt.Int64Counter(coord.MetricInboxDuplicates, metric.WithDescription("inbox deliveries skipped as duplicates")); err != nil {
 		return nil, err
+	}
+	if !gauge {
+		return m, nil
 	}
 	if _, err = mt.Float64ObservableGauge(coord.MetricOutboxOldestAge, metric.WithUnit("s"),
 		metric.WithDescription("age of the oldest unpublished event, as last seen by a relay"),

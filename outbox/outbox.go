@@ -61,7 +61,7 @@ func New(cfg Config) (*Outbox, error) {
 		enqueueClass: lockClass(cfg.Table + ":enqueue"),
 		relayClass:   lockClass(cfg.Table + ":relay"),
 	}
-	m, err := newMetrics(cfg.MeterProvider)
+	m, err := newMetrics(cfg.MeterProvider, true)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: metrics: %w", err)
 	}
