@@ -301,7 +301,11 @@ func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, r.o.sql.claim, maxSeq, 4*r.cfg.BatchSize)
+	locked := make([]string, 0, len(keys))
+	for k := range keys {
+		locked = append(locked, k)
+	}
+	rows, err := tx.Query(ctx, r.o.sql.claim, maxSeq, 4*r.cfg.BatchSize, locked)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}

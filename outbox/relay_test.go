@@ -267,3 +267,29 @@ func TestPruneInBoundedBatches(t *testing.T) {
 		t.Fatalf("%d rows left", c)
 	}
 }
+
+// A key waiting for a retry with a backlog longer than the claim's window
+// (4×BatchSize pending rows ahead of everything else) must not stall other keys:
+// the claim reads only the rows of the keys this relay locked.
+func TestRetryBacklogDoesNotStallOtherKeys(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", BatchSize: 2, MaxAttempts: 100, PollInterval: 20 * time.Millisecond,
+		Backoff: coord.Backoff{Base: time.Hour, Cap: time.Hour, Rand: func(c int64) int64 { return c }}})
+	rec := newRecorder()
+	rec.fail = func(m outbox.Message) error {
+		if m.Key == "slow" {
+			return errors.New("broker rejects this key")
+		}
+		return nil
+	}
+	var es []outbox.Event
+	for n := range 20 {
+		es = append(es, ev("slow", n))
+	}
+	enqueue(t, db.Pool, ob, es...)
+	enqueue(t, db.Pool, ob, ev("good", 0), ev("good", 1))
+	r, _ := ob.NewRelay(db.Pool, rec)
+	runRelays(t, r)
+	waitFor(t, "the slow key's head to fail once", 10*time.Second, func() bool { return r.Stats().Failures >= 1 })
+	waitFor(t, "good key flows while slow waits for its retry", 10*time.Second, func() bool { return rec.published("good") == 1 })
+	rec.check(t)
+}

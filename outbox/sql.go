@@ -42,8 +42,9 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
     AND pg_try_advisory_xact_lock($2::int4, hashtext(o.aggregateid))
   ORDER BY o.seq LIMIT $1) o GROUP BY o.aggregateid`
 	// With the key locks held, a fresh snapshot: the pending rows up to the
-	// highest seq the locking scan reached, in seq order; the relay keeps those of
-	// the keys it locked (per key, a prefix from the true head: no lower bound,
+	// highest seq the locking scan reached, in seq order, of the keys it locked
+	// (only those: rows of keys held elsewhere or waiting for a retry must not
+	// fill the LIMIT and starve this relay; per key, a prefix from the true head: no lower bound,
 	// since a key's first rows may have been skipped while another relay held it).
 	// The LIMIT (a multiple of the batch) keeps the planner on the ordered index
 	// scan even when statistics still count published rows as pending; cutting
@@ -52,7 +53,7 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	s.claim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
-WHERE o.published_at IS NULL AND o.seq <= $1
+WHERE o.published_at IS NULL AND o.seq <= $1 AND o.aggregateid = ANY($3::text[])
   AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
 ORDER BY o.seq LIMIT $2`
 	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
