@@ -180,10 +180,11 @@ func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note st
 }
 
 // Cancel stops a running saga that has not reached its pivot and compensates what
-// it did: the step in flight (if any attempt was made) and every step before it,
-// newest first. A runner driving it is fenced off (claim_version). It returns
-// ErrPastPivot when the saga has reached its pivot — after that only forward is
-// possible — *StateError when it is terminal, needs a human or already
+// it did: the current step (unless the saga was never claimed: an attempt may have
+// reached the participant unrecorded) and every step before it, newest first. A
+// runner driving it is fenced off (claim_version). It returns ErrPastPivot when
+// the saga has reached its pivot — after that only forward is possible —
+// *StateError when it is terminal, needs a human or already
 // compensates, and ErrNotFound. reason (at most 1000 bytes of UTF-8) is recorded.
 func (c *Client) Cancel(ctx context.Context, id string, reason string) error {
 	if len(reason) > 1000 || !utf8.ValidString(reason) {
@@ -199,8 +200,12 @@ func (c *Client) Cancel(ctx context.Context, id string, reason string) error {
 		if r.step >= r.pivot && !notStarted {
 			return fmt.Errorf("%w: saga %q is at step %d, pivot is %d", ErrPastPivot, id, r.step, r.pivot)
 		}
+		// A runner that stopped mid-call released its claim without recording the
+		// attempt, yet the participant may have applied it: unless the saga was never
+		// claimed, compensate the current step too (the barrier makes it a no-op if
+		// the action never ran).
 		from := r.step
-		if r.attempts == 0 && !r.claimed { // the current step was never tried
+		if notStarted { // the current step was never tried
 			from--
 		}
 		if from >= r.pivot {
