@@ -28,11 +28,11 @@ type Lease struct {
 	cancel context.CancelCauseFunc
 	stopAF func() bool // stops the AfterFunc on the caller's context
 
-	mu       sync.Mutex
-	lost     *coord.AuthorityLostError
-	heldAt   time.Time // zero while waiting
-	released bool
-	relErr   error
+	mu      sync.Mutex
+	lost    *coord.AuthorityLostError
+	heldAt  time.Time     // zero while waiting
+	relDone chan struct{} // non-nil once Release started; closed when it finished
+	relErr  error         // the first Release's result, set before relDone closes
 }
 
 // Token returns the fencing token of the lease: its election prefix
@@ -71,16 +71,23 @@ func (l *Lease) Err() error {
 // the key is deleted if and only if its create revision is still this lease's
 // token, so a retried or late Release never deletes a newer holder's key (etcd
 // issue 22082). It blocks for one RPC, bounded by ctx. Release is idempotent:
-// later calls return the first call's result. When the delete fails the key still
-// expires with the session; it returns the error.
+// later calls wait (bounded by their own ctx) for the first call to finish and
+// return its result. When the delete fails the key still expires with the
+// session; it returns the error.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
-	if l.released {
-		err := l.relErr
+	if done := l.relDone; done != nil {
 		l.mu.Unlock()
-		return err
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("correctnesslease: release %s: waiting for an earlier Release: %w", l.prefix, context.Cause(ctx))
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.relErr
 	}
-	l.released = true
+	l.relDone = make(chan struct{})
 	l.mu.Unlock()
 
 	l.lose(coord.LossReleased, nil)
@@ -93,6 +100,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	l.relErr = err
+	close(l.relDone)
 	l.mu.Unlock()
 	return err
 }
