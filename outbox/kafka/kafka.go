@@ -4,14 +4,22 @@
 // ordered), the value is the payload, and the headers carry the event id
 // (outbox.HeaderEventID), the event type (outbox.HeaderEventType) and the event's
 // own headers (trace context included). Use an idempotent producer (franz-go's
-// default): it never fails one record of a partition while producing a later one,
-// which is the per-key order contract of outbox.Publisher.
+// default) and a key-hashing partitioner (the default): a failure that the
+// brokers or a timeout cause fails every buffered record of the partition, so a
+// later record of a key is not written after an earlier one failed. Failures that
+// franz-go decides per record before sending (a record too large for a batch, a
+// key whose events go to different topics) are handled by Publish itself: such a
+// record is produced only after the key's earlier records were acknowledged, and
+// the key's later records only after it — the per-key order contract of
+// outbox.Publisher.
 package kafka
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -50,20 +58,121 @@ func (p *Publisher) Record(m outbox.Message) *kgo.Record {
 }
 
 // Publish produces msgs and waits for every acknowledgement (or ctx). It returns
-// nil when all were acknowledged, else one error per message. It blocks until the
-// brokers answered or ctx is done.
+// nil when all were acknowledged, else one error per message (outbox.ErrSkipped
+// for the messages of a key after its first failure: they are not produced). It
+// blocks until the brokers answered or ctx is done.
+//
+// Records are produced in waves: a wave holds, per key, the records up to and
+// including the first one franz-go might fail on its own (near or above the
+// producer's batch size limit, or on another topic than the key's previous
+// record); the key's later records wait for the next wave, which starts once
+// the wave was acknowledged and skips the keys that failed. A batch without such
+// records is one wave (one ProduceSync); a record that cannot fit in a batch at
+// all fails before anything is produced for its key's later records.
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	recs := make([]*kgo.Record, len(msgs))
 	for i, m := range msgs {
 		recs[i] = p.Record(m)
 	}
-	res := p.client.ProduceSync(ctx, recs...)
-	if res.FirstErr() == nil {
+	errs := make([]error, len(msgs))
+	anyErr := false
+	failed := map[string]bool{}
+	fail := func(i int, err error) {
+		errs[i], anyErr = err, true
+		failed[msgs[i].Key] = true
+	}
+	pending := make([]int, len(msgs))
+	for i := range pending {
+		pending[i] = i
+	}
+	for len(pending) > 0 {
+		var wave, rest []int
+		closed := map[string]bool{}  // keys whose records wait for the next wave
+		topic := map[string]string{} // topic of each key's last record in this wave
+		for _, i := range pending {
+			k := msgs[i].Key
+			switch {
+			case failed[k]:
+				errs[i], anyErr = outbox.ErrSkipped, true
+				continue
+			case closed[k]:
+				rest = append(rest, i)
+				continue
+			}
+			if t, ok := topic[k]; ok && t != recs[i].Topic {
+				closed[k] = true // a topic-level failure of the previous record must stop this one
+				rest = append(rest, i)
+				continue
+			}
+			switch p.fit(recs[i]) {
+			case fitNever:
+				fail(i, fmt.Errorf("%w: record of %d bytes does not fit in a produce batch", kerr.MessageTooLarge, userSize(recs[i])))
+				continue
+			case fitMaybe:
+				closed[k] = true
+			}
+			topic[k] = recs[i].Topic
+			wave = append(wave, i)
+		}
+		if len(wave) > 0 {
+			batch := make([]*kgo.Record, len(wave))
+			index := make(map[*kgo.Record]int, len(wave))
+			for j, i := range wave {
+				batch[j] = recs[i]
+				index[recs[i]] = i
+			}
+			// ProduceSync lists results in completion order, not in the order of
+			// batch: match them by record.
+			for _, r := range p.client.ProduceSync(ctx, batch...) {
+				if r.Err != nil {
+					fail(index[r.Record], r.Err)
+				}
+			}
+		}
+		pending = rest
+	}
+	if !anyErr {
 		return nil
 	}
-	errs := make([]error, len(msgs))
-	for i, r := range res {
-		errs[i] = r.Err
-	}
 	return errs
+}
+
+type fitness int
+
+const (
+	fitSure  fitness = iota // fits in a batch whatever the encoding overhead
+	fitMaybe                // within the encoding overhead of the limit
+	fitNever                // larger than the limit without any overhead
+)
+
+// fit classifies r against the client's batch and buffer limits. The bounds
+// bracket franz-go's own wire-size computation: a record batch header (61
+// bytes) plus the record's varint-framed fields.
+func (p *Publisher) fit(r *kgo.Record) fitness {
+	size := userSize(r)
+	if v, ok := p.client.OptValue(kgo.MaxBufferedBytes).(int64); ok && v > 0 && size > v {
+		return fitNever
+	}
+	limit := int64(1000012) // franz-go's default
+	if fn, ok := p.client.OptValue(kgo.ProducerBatchMaxBytesFn).(func(string) int32); ok && fn != nil {
+		limit = int64(fn(r.Topic))
+	}
+	const batchHeader = 61
+	lower := batchHeader + size + 7 + 2*int64(len(r.Headers))
+	upper := batchHeader + size + 64 + 10*int64(len(r.Headers))
+	switch {
+	case lower > limit:
+		return fitNever
+	case upper > limit:
+		return fitMaybe
+	}
+	return fitSure
+}
+
+func userSize(r *kgo.Record) int64 {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }

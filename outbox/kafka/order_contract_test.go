@@ -1,0 +1,113 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/kafka"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The Publisher contract: once a message of a key fails, no later message of
+// that key is published in the same call. A record franz-go fails on its own
+// (here: larger than the producer's batch limit) must not let the key's next
+// record through to the broker.
+func TestFailedRecordStopsLaterRecordsOfItsKey(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ProducerBatchMaxBytes(2048),
+		kgo.ConsumeTopics("orders"), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pub := kafka.New(cl, nil)
+	msgs := []outbox.Message{
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "k", Type: "t", Payload: []byte(strings.Repeat("x", 4096))},
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "k", Type: "t", Payload: []byte("small")},
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "other", Type: "t", Payload: []byte("fine")},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errs := pub.Publish(ctx, msgs)
+	if len(errs) != 3 || errs[0] == nil {
+		t.Fatalf("the oversized record did not fail: %v", errs)
+	}
+	if !errors.Is(errs[1], outbox.ErrSkipped) || errs[2] != nil {
+		t.Fatalf("errors %v: want [failure, ErrSkipped, nil]", errs)
+	}
+	// The broker holds only the other key's record.
+	var got []string
+	for len(got) < 1 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("fetch: %v (got %v)", ctx.Err(), got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Key)+"="+string(r.Value)) })
+	}
+	if len(got) != 1 || got[0] != "other=fine" {
+		t.Fatalf("broker got %v, want only other=fine", got)
+	}
+}
+
+// A key whose events go to two topics: a topic-level failure of the first record
+// must not let the key's next record (another topic) through.
+func TestFailedTopicStopsLaterRecordsOfItsKey(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.UnknownTopicRetries(1), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pub := kafka.New(cl, nil)
+	msgs := []outbox.Message{
+		{ID: outbox.NewID(time.Now()), Topic: "missing", Key: "k", Type: "t", Payload: []byte("first")},
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "k", Type: "t", Payload: []byte("second")},
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "other", Type: "t", Payload: []byte("fine")},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := pub.Publish(ctx, msgs)
+	if len(errs) != 3 || errs[0] == nil || !errors.Is(errs[1], outbox.ErrSkipped) || errs[2] != nil {
+		t.Fatalf("errors %v: want [failure, ErrSkipped, nil]", errs)
+	}
+}
+
+// ProduceSync reports results in completion order: each error must land on its
+// own message, or a failed event is marked published (lost) and a published
+// one retried.
+func TestErrorsMatchTheirMessages(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.UnknownTopicRetries(1), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pub := kafka.New(cl, nil)
+	msgs := []outbox.Message{
+		{ID: outbox.NewID(time.Now()), Topic: "missing", Key: "a", Type: "t", Payload: []byte("lost?")},
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "b", Type: "t", Payload: []byte("fine")},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := pub.Publish(ctx, msgs)
+	if len(errs) != 2 || errs[0] == nil || errs[1] != nil {
+		t.Fatalf("errors %v: want [failure, nil]", errs)
+	}
+}
