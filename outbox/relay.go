@@ -219,7 +219,10 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 		switch {
 		case perr == nil:
 			ok = append(ok, m.Seq)
-		case errors.Is(perr, ErrSkipped):
+		case errors.Is(perr, ErrSkipped), failed[m.Key]:
+			// A follower of a key that already failed in this batch failed because
+			// its predecessor did (a whole partition failing): not its own attempt,
+			// or it would accrue attempts and park beside the head.
 			failed[m.Key] = true
 		default:
 			failed[m.Key] = true

@@ -293,3 +293,40 @@ func TestRetryBacklogDoesNotStallOtherKeys(t *testing.T) {
 	waitFor(t, "good key flows while slow waits for its retry", 10*time.Second, func() bool { return rec.published("good") == 1 })
 	rec.check(t)
 }
+
+// allFail is a Publisher that fails every message of a key with a real error
+// (as a broker does when a whole partition fails), not with ErrSkipped.
+type allFail struct{ key string }
+
+func (p allFail) Publish(_ context.Context, msgs []outbox.Message) []error {
+	errs := make([]error, len(msgs))
+	failed := false
+	for i, m := range msgs {
+		if m.Key == p.key {
+			errs[i], failed = errors.New("partition unavailable"), true
+		}
+	}
+	if !failed {
+		return nil
+	}
+	return errs
+}
+
+// Only the head of a failing key is attempted and parked: its followers, which
+// failed only because the key's earlier event did, keep their attempts and stay
+// in the outbox behind the parked head (so requeueing the head resumes the key).
+func TestOnlyTheHeadOfAFailingKeyParks(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", MaxAttempts: 2, PollInterval: 20 * time.Millisecond,
+		Backoff: coord.Backoff{Base: time.Millisecond, Cap: 2 * time.Millisecond}})
+	enqueue(t, db.Pool, ob, ev("bad", 0), ev("bad", 1), ev("bad", 2))
+	r, _ := ob.NewRelay(db.Pool, allFail{key: "bad"})
+	stop := runRelays(t, r)
+	waitFor(t, "the head parked", 10*time.Second, func() bool { return r.Stats().Parked >= 1 })
+	stop()
+	if got := r.Stats().Parked; got != 1 {
+		t.Fatalf("parked %d events, want only the head", got)
+	}
+	if n := count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NULL AND attempts = 0`); n != 2 {
+		t.Fatalf("%d followers pending with no attempts, want 2", n)
+	}
+}
