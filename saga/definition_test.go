@@ -39,6 +39,10 @@ func TestNewRejects(t *testing.T) {
 		if !errors.Is(err, tt.want) || !errors.As(err, &de) {
 			t.Errorf("%s: New = %v, want %v in a *DefinitionError", tt.name, err, tt.want)
 		}
+		// New's doc lists a bad name under ErrInvalidDefinition too.
+		if tt.want == coord.ErrInvalidName && !errors.Is(err, ErrInvalidDefinition) {
+			t.Errorf("%s: New = %v, want it to match ErrInvalidDefinition as well", tt.name, err)
+		}
 	}
 	d, err := New("s", c("a"), c("b"), Pivot("p", ok), Retriable("r", ok))
 	if err != nil || d.PivotIndex() != 2 || len(d.Steps()) != 4 || d.Name() != "s" {

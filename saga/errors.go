@@ -92,6 +92,10 @@ func (e *DefinitionError) Error() string {
 // Unwrap returns the error class.
 func (e *DefinitionError) Unwrap() error { return e.Err }
 
+// Is makes every *DefinitionError match ErrInvalidDefinition, including an
+// invalid name (whose Err is a *coord.NameError).
+func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }
+
 // AlreadyStartedError reports a StartOpts.ID that is already in use. It matches
 // ErrAlreadyStarted.
 type AlreadyStartedError struct {
