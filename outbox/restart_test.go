@@ -18,6 +18,9 @@ import (
 // writes: the relay recovers by itself and every committed event is published,
 // in order per key.
 func TestRelaySurvivesPostgresCrashRestart(t *testing.T) {
+	res := coordtest.NewResult("PostgreSQL crash-restarted while the relay runs")
+	res.Package = "outbox"
+	defer coordtest.Report(t, res)
 	pg := coordtest.PrivatePostgres(t)
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pg.URL)
@@ -100,6 +103,12 @@ func TestRelaySurvivesPostgresCrashRestart(t *testing.T) {
 	st := r.Stats()
 	t.Logf("restarts=%d server kills=%d; events committed=%d (+%d ambiguous commits that did commit), failed writes=%d; relay db errors=%d published=%d",
 		restarts, pg.Stats().Kills, sure, ambiguous, failed, st.DBErrors, st.Published)
+	res.Trials = int(sure + ambiguous)
+	res.Faults["PostgreSQL SIGKILL + restart"] = pg.Stats().Kills
+	res.Outcome["events committed"] = int64(sure + ambiguous)
+	res.Outcome["relay database errors survived"] = int64(st.DBErrors)
+	res.Outcome["published"] = int64(st.Published)
+	res.Notes = "every committed event (including ambiguous commits that did commit) was published in per-key order (checked by the recorder)."
 	if pg.Stats().Kills < 2 || st.DBErrors == 0 {
 		t.Fatalf("fault not observed: kills=%d relay db errors=%d", pg.Stats().Kills, st.DBErrors)
 	}

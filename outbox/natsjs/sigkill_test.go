@@ -111,10 +111,10 @@ func runChildRelay() int {
 // effect (0 lost), duplicates were published (and counted), per-key order of
 // effects never broke, and the kills happened.
 func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
-	kills := 20
-	if os.Getenv("COORD_FULL") != "" {
-		kills = 100
-	}
+	res := coordtest.NewResult("two relays, one SIGKILLed between publish and mark, JetStream + inbox")
+	res.Package = "outbox/natsjs"
+	defer coordtest.Report(t, res)
+	kills := coordtest.Pick(20, 100)
 	natsURL, js, stream, prefix := jetStream(t, 100*time.Millisecond) // the server minimum; kills come 300 ms after publishing
 	db := coordtest.Postgres(t)
 	ctx := context.Background()
@@ -273,6 +273,16 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 		"publications %d for %d distinct events (%d duplicates, %d by the killed child); deliveries %d, inbox skipped %d duplicates; order violations %d; unpublished left %d",
 		killsAfterPublish, child.Stats().Kills, total, effects, total-effects, pubs, distinct, pubs-distinct, childPubs,
 		delivered.Load(), dupSkipped.Load(), violations.Load(), pending)
+	res.Trials = int(total)
+	res.Faults["SIGKILL between publish and mark"] = int(killsAfterPublish)
+	res.Faults["process kills"] = child.Stats().Kills
+	res.Outcome["events committed"] = int64(total)
+	res.Outcome["consumer effects"] = int64(effects)
+	res.Outcome["events lost"] = int64(total - effects)
+	res.Outcome["duplicates published"] = pubs - distinct
+	res.Outcome["duplicates skipped by the inbox"] = dupSkipped.Load()
+	res.Outcome["per-key order violations"] = violations.Load()
+	res.Notes = "trials = events committed; duplicates are publications the killed relay made but never marked, redelivered after JetStream's 100 ms duplicate window."
 	switch {
 	case child.Stats().Kills < kills:
 		t.Fatalf("only %d kills, want %d", child.Stats().Kills, kills)
