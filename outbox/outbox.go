@@ -53,13 +53,17 @@ func New(cfg Config) (*Outbox, error) {
 	}
 	t, _ := tableIdent("Table", cfg.Table)
 	d, _ := tableIdent("DeadLetterTable", cfg.DeadLetterTable)
+	// Lock classes come from the table's own name, without its schema: "ob" and
+	// "app.ob" may name the same table and must take the same locks (two tables
+	// of one name in two schemas then merely share lock slots).
+	name := t[len(t)-1]
 	o := &Outbox{
 		cfg:          cfg,
 		table:        t.Sanitize(),
 		dead:         d.Sanitize(),
 		channel:      pgx.Identifier{cfg.Channel}.Sanitize(),
-		enqueueClass: lockClass(cfg.Table + ":enqueue"),
-		relayClass:   lockClass(cfg.Table + ":relay"),
+		enqueueClass: lockClass(name + ":enqueue"),
+		relayClass:   lockClass(name + ":relay"),
 	}
 	m, err := newMetrics(cfg.MeterProvider, true)
 	if err != nil {

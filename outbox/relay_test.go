@@ -330,3 +330,31 @@ func TestOnlyTheHeadOfAFailingKeyParks(t *testing.T) {
 		t.Fatalf("%d followers pending with no attempts, want 2", n)
 	}
 }
+
+// The per-key enqueue lock must not depend on how the table is spelled: a
+// service configured with "ob" and one with "<schema>.ob" write the same table,
+// so their enqueues of one key must serialize (or rows of a key could commit out
+// of seq order and be published out of order).
+func TestEnqueueLockIgnoresTheSchemaSpelling(t *testing.T) {
+	db, plain := setup(t, outbox.Config{Table: "ob"})
+	qualified := newOutbox(t, db.Pool, outbox.Config{Table: db.Schema + ".ob"})
+	ctx := context.Background()
+	tx1, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx1.Rollback(ctx)
+	if _, err := plain.EnqueueTx(ctx, tx1, ev("k", 0)); err != nil {
+		t.Fatal(err)
+	}
+	tx2, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx2.Rollback(ctx)
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := qualified.EnqueueTx(wctx, tx2, ev("k", 1)); err == nil {
+		t.Fatal("the second enqueue of key k did not wait for the first transaction")
+	}
+}
