@@ -88,9 +88,11 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 		Else(clientv3.OpGet(l.key)).
 		Commit()
 	if err != nil {
-		l.lose(coord.LossCancelled, err)
-		// The put may have been applied even though we saw an error.
+		// The put may have been applied even though we saw an error. Remove it
+		// while l is still registered, so that no other Acquire of this name on
+		// this session can queue the same key before the unguarded delete.
 		l.cleanupUnknown()
+		l.lose(coord.LossCancelled, err)
 		return nil, fmt.Errorf("correctnesslease: acquire %s: queue: %w", prefix, err)
 	}
 	if !resp.Succeeded {
@@ -225,7 +227,8 @@ func (l *Lease) cleanup() {
 
 // cleanupUnknown removes our key after a queue transaction whose outcome is
 // unknown: if the key exists it was created by that transaction (the session
-// holds no other Lease for this key), so delete it whatever its revision.
+// holds no other Lease for this key while l is registered), so delete it
+// whatever its revision. Call it before l.lose, which unregisters l.
 func (l *Lease) cleanupUnknown() {
 	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.TTL/3)
 	defer cancel()
