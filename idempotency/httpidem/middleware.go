@@ -3,6 +3,7 @@ package httpidem
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -194,8 +195,15 @@ func writeReplay(w http.ResponseWriter, resp idempotency.Response) {
 func problem(w http.ResponseWriter, status int, typ, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"type":%q,"title":%q,"status":%d,"detail":%q}`+"\n",
-		"https://coordkit.dev/problems/"+typ, http.StatusText(status), status, detail)
+	// JSON strings, not Go-quoted ones (%q writes \a, \xff and \U escapes that
+	// JSON does not have); invalid UTF-8 becomes U+FFFD.
+	b, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}{"https://coordkit.dev/problems/" + typ, http.StatusText(status), status, detail})
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // recorder buffers a handler's response.
