@@ -207,6 +207,11 @@ func (s *Store) runPhases(ctx context.Context, op *Operation, st *State, token [
 
 func (s *Store) runPhase(ctx context.Context, ph Phase, st *State, token []byte) error {
 	if ph.External != nil {
+		// Fence before the call, not only after it: a run whose lock was taken over
+		// (a completer reaching a key late) must not call the other system again.
+		if err := s.fence(ctx, s.pool, st, token); err != nil {
+			return err
+		}
 		if err := ph.External(ctx, st); err != nil {
 			return err
 		}
@@ -218,14 +223,8 @@ func (s *Store) runPhase(ctx context.Context, ph Phase, st *State, token []byte)
 	}
 	defer tx.Rollback(context.Background())
 	// Fence first: the row lock keeps a takeover out until this phase commits.
-	tag, err := tx.Exec(ctx, `UPDATE `+s.table+` SET locked_until = now() + $4::bigint * interval '1 millisecond'
-		WHERE scope = $1 AND idem_key = $2 AND lock_token = $3 AND status = 1`,
-		st.Key.Scope, st.Key.ID, token, s.cfg.LockTimeout.Milliseconds())
-	if err != nil {
+	if err := s.fence(ctx, tx, st, token); err != nil {
 		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrLockLost
 	}
 	if err := ph.Tx(ctx, tx, st); err != nil {
 		return err
@@ -234,6 +233,21 @@ func (s *Store) runPhase(ctx context.Context, ph Phase, st *State, token []byte)
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// fence renews token's lock on the key for LockTimeout; ErrLockLost if token no
+// longer owns it.
+func (s *Store) fence(ctx context.Context, db Execer, st *State, token []byte) error {
+	tag, err := db.Exec(ctx, `UPDATE `+s.table+` SET locked_until = now() + $4::bigint * interval '1 millisecond'
+		WHERE scope = $1 AND idem_key = $2 AND lock_token = $3 AND status = 1`,
+		st.Key.Scope, st.Key.ID, token, s.cfg.LockTimeout.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLockLost
+	}
+	return nil
 }
 
 // advance records recovery point rp (and the response, when set) if token still
