@@ -78,23 +78,34 @@ func observe(ctx context.Context, cli *clientv3.Client, prefix string, last Obse
 			if wr.Err() != nil {
 				break
 			}
-			if len(wr.Events) == 0 {
-				continue
+			// One response may carry many revisions (a catch-up after the watch
+			// started behind): read the holder at each of them, so that a term
+			// that began and ended inside the batch is reported too.
+			failed := false
+			for i, ev := range wr.Events {
+				rev := ev.Kv.ModRevision
+				if i+1 < len(wr.Events) && wr.Events[i+1].Kv.ModRevision == rev {
+					continue // the same transaction: read once, after its last event
+				}
+				o, err := readHolder(ctx, cli, prefix, rev)
+				if err != nil {
+					failed = true
+					break
+				}
+				attempt = 0
+				if o.Key != last.Key || o.TokenRevision != last.TokenRevision {
+					select {
+					case ch <- o:
+					case <-ctx.Done():
+						cancel()
+						return
+					}
+				}
+				last = o
 			}
-			o, err := readHolder(ctx, cli, prefix, wr.Header.Revision)
-			if err != nil {
+			if failed {
 				break
 			}
-			attempt = 0
-			if o.Key != last.Key || o.TokenRevision != last.TokenRevision {
-				select {
-				case ch <- o:
-				case <-ctx.Done():
-					cancel()
-					return
-				}
-			}
-			last = o
 		}
 		cancel()
 		if ctx.Err() != nil {
