@@ -84,3 +84,37 @@ func TestCompleterDoesNotCallExternalOfAKeyItLost(t *testing.T) {
 		t.Fatalf("k2's provider was called %d times, want 2 (the failed first run, the retry)", calls["k2"])
 	}
 }
+
+// Run with the wrong operation for an abandoned key is refused, and does not
+// leave the key locked: the right operation resumes it at once.
+func TestRunWithWrongOperationLeavesTheKeyFree(t *testing.T) {
+	s, _ := newStore(t, idempotency.Config{LockTimeout: 30 * time.Second})
+	ctx := context.Background()
+	fail := true
+	mk := func(name string) *idempotency.Operation {
+		return &idempotency.Operation{Name: name, Phases: []idempotency.Phase{
+			{Name: "call", External: func(ctx context.Context, st *idempotency.State) error {
+				if fail {
+					return errors.New("provider down")
+				}
+				return nil
+			}},
+			{Name: "done", Tx: func(ctx context.Context, tx pgx.Tx, st *idempotency.State) error {
+				st.Response = &idempotency.Response{Status: 200}
+				return nil
+			}},
+		}}
+	}
+	a, b := mk("a"), mk("b")
+	key := idempotency.Key{Scope: "acme", ID: "op"}
+	if _, err := s.Run(ctx, key, fp("x"), a, nil); err == nil {
+		t.Fatal("first run succeeded")
+	}
+	if _, err := s.Run(ctx, key, fp("x"), b, nil); !errors.Is(err, idempotency.ErrInvalidOperation) {
+		t.Fatalf("wrong operation: %v", err)
+	}
+	fail = false
+	if r, err := s.Run(ctx, key, fp("x"), a, nil); err != nil || r.Response.Status != 200 {
+		t.Fatalf("resume with the right operation: %+v %v", r, err)
+	}
+}

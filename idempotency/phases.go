@@ -174,6 +174,7 @@ func (s *Store) claimPhased(ctx context.Context, key Key, fp Fingerprint, op *Op
 		return &State{Key: key, Request: request, RecoveryPoint: RecoveryStarted}, Result{}, nil
 	case taken:
 		if opName != op.Name {
+			s.release(key, token) // the takeover committed: do not leave the key locked for LockTimeout
 			return nil, Result{}, fmt.Errorf("%w: key %s belongs to operation %q", ErrInvalidOperation, key, opName)
 		}
 		return &State{Key: key, Request: storedReq, Data: data, RecoveryPoint: rp, Resumed: true}, Result{}, nil
