@@ -28,8 +28,8 @@ var (
 	// ErrNotParked: Requeue or Discard named an event that is not in the dead-letter table.
 	ErrNotParked = errors.New("outbox: event not parked")
 	// ErrSkipped is what a Publisher reports for a message it did not attempt because
-	// an earlier message of the same key failed in the same batch. The relay does not
-	// count it as an attempt.
+	// an earlier message of the same key failed in the same batch, or because ctx
+	// was done before its turn. The relay does not count it as an attempt.
 	ErrSkipped = errors.New("outbox: skipped after an earlier failure of the same key")
 )
 

@@ -17,7 +17,9 @@ type Publisher interface {
 
 // PublisherFunc adapts a one-message function to Publisher: messages are sent one
 // at a time in order; after a failure, the rest of that key's messages report
-// ErrSkipped while other keys continue.
+// ErrSkipped while other keys continue. Once ctx is done, the messages not yet
+// sent report ErrSkipped too: they were not attempted, so they do not count
+// toward MaxAttempts.
 type PublisherFunc func(ctx context.Context, m Message) error
 
 // Publish implements Publisher.
@@ -26,9 +28,9 @@ func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) []error {
 	var failed map[string]bool
 	for i, m := range msgs {
 		var err error
-		if failed[m.Key] {
+		if failed[m.Key] || ctx.Err() != nil {
 			err = ErrSkipped
-		} else if err = ctx.Err(); err == nil {
+		} else {
 			err = f(ctx, m)
 		}
 		if err == nil {

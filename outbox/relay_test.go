@@ -358,3 +358,33 @@ func TestEnqueueLockIgnoresTheSchemaSpelling(t *testing.T) {
 		t.Fatal("the second enqueue of key k did not wait for the first transaction")
 	}
 }
+
+// When Publish runs out of time, the messages PublisherFunc never tried are not
+// attempts: with MaxAttempts 1 only the message that was being sent parks, the
+// others are published on the next batch.
+func TestUnattemptedMessagesAreNotAttempts(t *testing.T) {
+	db, ob := setup(t, outbox.Config{Table: "ob", MaxAttempts: 1, PublishTimeout: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond})
+	enqueue(t, db.Pool, ob, ev("slow", 0), ev("a", 0), ev("b", 0))
+	var mu sync.Mutex
+	published := map[string]bool{}
+	pub := outbox.PublisherFunc(func(ctx context.Context, m outbox.Message) error {
+		if m.Key == "slow" {
+			<-ctx.Done() // the broker hangs on this one until the publish timeout
+			return ctx.Err()
+		}
+		mu.Lock()
+		published[m.Key] = true
+		mu.Unlock()
+		return nil
+	})
+	r, _ := ob.NewRelay(db.Pool, pub)
+	runRelays(t, r)
+	waitFor(t, "a and b published", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return published["a"] && published["b"]
+	})
+	if got := r.Stats().Parked; got != 1 {
+		t.Fatalf("parked %d events, want 1 (the one that hung)", got)
+	}
+}
