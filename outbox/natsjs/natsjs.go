@@ -69,8 +69,8 @@ func (p *Publisher) Msg(m outbox.Message) *nats.Msg {
 
 // Publish publishes msgs, per key in order and waiting for each ack, keys in
 // parallel. It returns nil when all were acknowledged, else one error per message
-// (outbox.ErrSkipped after a failure of the same key). It blocks until done or
-// ctx is done.
+// (outbox.ErrSkipped after a failure of the same key, and for messages not sent
+// because ctx was done). It blocks until done or ctx is done.
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	byKey := map[string][]int{}
 	var order []string
@@ -91,6 +91,13 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error 
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			for n, i := range idx {
+				if ctx.Err() != nil { // not sent: not an attempt
+					failed.Store(true)
+					for _, j := range idx[n:] {
+						errs[j] = outbox.ErrSkipped
+					}
+					return
+				}
 				ack, err := p.js.PublishMsg(ctx, p.Msg(msgs[i]))
 				if err != nil {
 					failed.Store(true)
