@@ -83,23 +83,30 @@ func (ss *subscribers[T]) closeAll() {
 func (s *subscriber[T]) stop() { s.stopped.Do(func() { close(s.done) }) }
 
 // loop delivers queued updates in order until stopped. Updates queued before a
-// stop are still delivered.
+// stop are still delivered: the queue is drained once more after done closes, so
+// an update queued between the last drain and the stop is not lost.
 func (s *subscriber[T]) loop() {
 	for {
-		s.mu.Lock()
-		q := s.queue
-		s.queue = nil
-		s.mu.Unlock()
-		for _, u := range q {
-			s.fn(u.s, u.changes)
-		}
-		if len(q) > 0 {
+		if s.drain() {
 			continue
 		}
 		select {
 		case <-s.done:
+			s.drain()
 			return
 		case <-s.wake:
 		}
 	}
+}
+
+// drain delivers every queued update and reports whether there was any.
+func (s *subscriber[T]) drain() bool {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, u := range q {
+		s.fn(u.s, u.changes)
+	}
+	return len(q) > 0
 }
