@@ -59,8 +59,9 @@ func (p *Publisher) Record(m outbox.Message) *kgo.Record {
 
 // Publish produces msgs and waits for every acknowledgement (or ctx). It returns
 // nil when all were acknowledged, else one error per message (outbox.ErrSkipped
-// for the messages of a key after its first failure: they are not produced). It
-// blocks until the brokers answered or ctx is done.
+// for the messages of a key after its first failure, and for messages not
+// produced because ctx was done: they are not attempts). It blocks until the
+// brokers answered or ctx is done.
 //
 // Records are produced in waves: a wave holds, per key, the records up to and
 // including the first one franz-go might fail on its own (near or above the
@@ -86,6 +87,12 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error 
 		pending[i] = i
 	}
 	for len(pending) > 0 {
+		if ctx.Err() != nil { // not produced: not attempts
+			for _, i := range pending {
+				errs[i], anyErr = outbox.ErrSkipped, true
+			}
+			break
+		}
 		var wave, rest []int
 		closed := map[string]bool{}  // keys whose records wait for the next wave
 		topic := map[string]string{} // topic of each key's last record in this wave

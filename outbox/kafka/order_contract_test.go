@@ -111,3 +111,29 @@ func TestErrorsMatchTheirMessages(t *testing.T) {
 		t.Fatalf("errors %v: want [failure, nil]", errs)
 	}
 }
+
+// Records not produced because ctx was already done are not attempts: they
+// report outbox.ErrSkipped, not the context error.
+func TestRecordsNotProducedAfterCtxDoneAreSkipped(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pub := kafka.New(cl, nil)
+	msgs := []outbox.Message{
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "a", Type: "t", Payload: []byte("1")},
+		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "b", Type: "t", Payload: []byte("2")},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	errs := pub.Publish(ctx, msgs)
+	if len(errs) != 2 || !errors.Is(errs[0], outbox.ErrSkipped) || !errors.Is(errs[1], outbox.ErrSkipped) {
+		t.Fatalf("errors %v, want ErrSkipped for both", errs)
+	}
+}
