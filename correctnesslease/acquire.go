@@ -76,9 +76,15 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 		}
 	}()
 
+	// The queuing RPCs end when the lease loses its authority (Close, step-down)
+	// as well as with ctx: Close waits for this goroutine.
+	qctx, qcancel := context.WithCancel(ctx)
+	defer qcancel()
+	defer context.AfterFunc(l.ctx, qcancel)()
+
 	// One RPC queues the key and reads the newest two keys under the prefix:
 	// ours (just created, so the newest) and our predecessor, if any.
-	resp, err := s.cli.Txn(ctx).
+	resp, err := s.cli.Txn(qctx).
 		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
 		Then(
 			clientv3.OpPut(l.key, "", clientv3.WithLease(s.id)),
