@@ -20,7 +20,8 @@ var (
 
 	// ErrDrainExceeded is returned (wrapped) by Run when the work function did not
 	// return within RunOpts.Drain after its context was cancelled. Run does not
-	// campaign again while the previous term's work may still be running.
+	// campaign again while the previous term's work may still be running. The
+	// error also wraps the *coord.AuthorityLostError that ended the term.
 	ErrDrainExceeded = errors.New("correctnesslease: work did not stop within the drain period")
 )
 

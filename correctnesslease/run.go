@@ -150,7 +150,7 @@ func term(ctx context.Context, l *Lease, fn func(context.Context, coord.Token) e
 		case err = <-result:
 			t.Stop()
 		case <-t.C():
-			err = fmt.Errorf("%w: %s after %v (%v)", ErrDrainExceeded, l.prefix, o.Drain, lost)
+			err = fmt.Errorf("%w: %s after %v (%w)", ErrDrainExceeded, l.prefix, o.Drain, lost)
 		}
 	}
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.s.cfg.KeepaliveTimeout)
