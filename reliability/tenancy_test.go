@@ -120,8 +120,11 @@ func TestTenantIsolation(t *testing.T) {
 		t.Fatalf("globex's key did not survive: %v", err)
 	}
 
-	// Quotas, on the client, before etcd.
-	kv := quotakv.New(acme, coord.NewQuotas(coord.QuotaConfig{}), nil)
+	// Quotas, on the client, before etcd. The quota's clock is frozen, so the rate
+	// check is exact however slow the writes are: the burst (200) passes, the rest
+	// are refused without reaching etcd.
+	clock := coordtest.NewFakeClock(time.Unix(0, 0))
+	kv := quotakv.New(acme, coord.NewQuotas(coord.QuotaConfig{Clock: clock}), nil)
 	if _, err := kv.Put(ctx, "/tenants/acme/config/big", strings.Repeat("x", 64<<10)); err != nil {
 		t.Fatalf("64 KiB: %v", err)
 	}
@@ -130,7 +133,6 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	res.Faults["oversized value"] = 1
 	var refused int64
-	burstStart := time.Now()
 	for i := 0; i < 400; i++ {
 		if _, err := kv.Put(ctx, "/tenants/acme/config/rate", "v"); errors.Is(err, coord.ErrQuotaExceeded) {
 			refused++
@@ -138,13 +140,12 @@ func TestTenantIsolation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	elapsed := time.Since(burstStart).Seconds()
-	// At most burst (200) + 200/s × elapsed writes may pass.
-	if passed := 400 - refused; float64(passed) > 200+200*elapsed+1 {
-		t.Fatalf("%d writes passed in %.2fs: rate quota not enforced", passed, elapsed)
+	// One token went to the 64 KiB write: 199 of the 400 pass.
+	if refused != 201 {
+		t.Fatalf("%d of 400 writes in one instant refused, want 201 (burst 200, one spent)", refused)
 	}
-	if refused == 0 {
-		t.Fatal("400 writes in a burst were all allowed")
+	if r, err := acme.Get(ctx, "/tenants/acme/config/rate"); err != nil || r.Kvs[0].Version != 199 {
+		t.Fatalf("etcd saw %v writes, want 199 (%v)", r.Kvs[0].Version, err)
 	}
 	res.Faults["write burst (400)"] = 1
 	res.Outcome["writes refused by quota"] = refused
