@@ -104,8 +104,11 @@ func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(
 	if err != nil {
 		return fmt.Errorf("pgfence: begin: %w", err)
 	}
+	committed := false
 	defer func() {
-		if err != nil {
+		// Also when fn panics: an open transaction would keep the fence row
+		// locked and block every later holder of the lease.
+		if !committed {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
@@ -118,6 +121,7 @@ func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(
 	if err = tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgfence: commit fenced by %s: %w", tok, err)
 	}
+	committed = true
 	return nil
 }
 
