@@ -18,6 +18,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/testing/coordtest"
@@ -211,30 +212,46 @@ func leaseMedian(v []float64) float64 {
 // leaseChildEnv carries "endpoint|variant|name|ttlSeconds" to the holder child.
 const leaseChildEnv = "COORDKIT_BENCH_LEASE_HOLDER"
 
-// TestLeaseFailoverChild is not a test: it is the holder process of
-// BenchmarkLeaseFailover (the bench binary re-executed with leaseChildEnv set).
-// It takes the lease, prints HELD and waits to be frozen and killed.
-func TestLeaseFailoverChild(t *testing.T) {
-	spec := os.Getenv(leaseChildEnv)
-	if spec == "" {
-		t.Skip("helper process for BenchmarkLeaseFailover")
+// TestMain lets the bench binary play the holder process of BenchmarkLeaseFailover:
+// re-executed with leaseChildEnv set, it runs leaseFailoverChild instead of tests.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(leaseChildEnv); spec != "" {
+		if err := leaseFailoverChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "lease failover child:", err)
+			os.Exit(1)
+		}
 	}
+	os.Exit(m.Run())
+}
+
+// leaseFailoverChild takes the lease named in spec, prints HELD and waits to be
+// frozen and killed.
+func leaseFailoverChild(spec string) error {
 	parts := strings.Split(spec, "|")
 	endpoint, variant, name := parts[0], parts[1], parts[2]
 	var ttl int
 	fmt.Sscan(parts[3], &ttl)
-	cli := coordtest.NewEtcdClient(t, endpoint)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
 	ctx := context.Background()
 	switch variant {
 	case "coordkit":
-		s := leaseSession(t, cli, "bench", time.Duration(ttl)*time.Second)
+		s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: "bench", TTL: time.Duration(ttl) * time.Second, Logger: leaseQuiet})
+		if err != nil {
+			return err
+		}
 		if _, err := correctnesslease.Acquire(ctx, s, name); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	case "etcd":
-		s := leaseEtcdSession(t, cli, ttl)
+		s, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
+		if err != nil {
+			return err
+		}
 		if err := concurrency.NewElection(s, "/tenants/bench/elections/"+name).Campaign(ctx, "holder"); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	fmt.Println("HELD")
@@ -253,7 +270,7 @@ func BenchmarkLeaseFailover(b *testing.B) {
 	theirs := leaseEtcdSession(b, cli, ttl)
 	trial := func(variant string, n int) time.Duration {
 		name := fmt.Sprintf("failover-%s-%d", variant, n)
-		cmd := exec.Command(os.Args[0], "-test.run=^TestLeaseFailoverChild$")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%s|%d", leaseChildEnv, e.Endpoints[0], variant, name, ttl))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
