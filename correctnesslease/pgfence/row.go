@@ -29,7 +29,9 @@ type RowSpec struct {
 	// At least one; must not name the fence column.
 	Set []string
 	// Key lists the columns compared for equality, in the order of the key values
-	// passed to Update. At least one.
+	// passed to Update. At least one. They must identify one row (a primary or
+	// unique key): with a non-unique key, Update reports success when any matching
+	// row was updated, even if others were skipped because their fence is newer.
 	Key []string
 	// FenceColumn is the bigint column holding the revision of the newest token that
 	// wrote the row. Default "fence".
