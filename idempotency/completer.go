@@ -100,7 +100,7 @@ func (c *Completer) RunOnce(ctx context.Context) (int, error) {
 		st *State
 		op string
 	}
-	var todo []claimed
+	var claimedKeys []claimed
 	for rows.Next() {
 		st := &State{Resumed: true}
 		var op string
@@ -108,13 +108,13 @@ func (c *Completer) RunOnce(ctx context.Context) (int, error) {
 			rows.Close()
 			return 0, fmt.Errorf("idempotency: completer claim: %w", err)
 		}
-		todo = append(todo, claimed{st, op})
+		claimedKeys = append(claimedKeys, claimed{st, op})
 	}
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("idempotency: completer claim: %w", err)
 	}
 	done := 0
-	for _, k := range todo {
+	for _, k := range claimedKeys {
 		if _, err := s.runPhases(ctx, c.ops[k.op], k.st, token); err != nil {
 			s.cfg.Logger.Warn("idempotency: completer resume", "key", k.st.Key.String(), "operation", k.op, "err", err)
 			continue

@@ -193,22 +193,22 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 	timeouts := 0
 	var mu sync.Mutex
 	for iter := 0; iter < 10*rounds; iter++ {
-		var todo []string
+		var pending []string
 		for _, pt := range points {
 			if killsAt[pt] < rounds {
-				todo = append(todo, pt)
+				pending = append(pending, pt)
 			}
 		}
-		if len(todo) == 0 {
+		if len(pending) == 0 {
 			break
 		}
-		for j := 0; j < len(todo); j += 2 {
+		for j := 0; j < len(pending); j += 2 {
 			// Keep work available so every boundary can be reached.
 			if countNonTerminal(t, c) < 20 {
 				start(20)
 			}
 			var wg sync.WaitGroup
-			for k, pt := range todo[j:min(j+2, len(todo))] {
+			for k, pt := range pending[j:min(j+2, len(pending))] {
 				wg.Add(1)
 				nth := 1 + (iter+j+k)%2
 				go func() {
