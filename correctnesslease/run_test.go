@@ -159,7 +159,9 @@ func TestRunWorkDone(t *testing.T) {
 }
 
 // TestRunDrainExceeded: work that ignores its cancelled context makes Run return
-// ErrDrainExceeded after the drain, instead of starting a second term.
+// ErrDrainExceeded after the drain, instead of starting a second term; the error
+// also carries the loss that ended the term (errors.As), so a caller can tell a
+// step-down from a deleted key.
 func TestRunDrainExceeded(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
@@ -181,8 +183,9 @@ func TestRunDrainExceeded(t *testing.T) {
 	}
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrDrainExceeded) {
-			t.Fatalf("Run = %v", err)
+		var ae *coord.AuthorityLostError
+		if !errors.Is(err, ErrDrainExceeded) || !errors.As(err, &ae) || ae.Reason != coord.LossKeyDeleted {
+			t.Fatalf("Run = %v, want ErrDrainExceeded wrapping a LossKeyDeleted *coord.AuthorityLostError", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after the drain")
