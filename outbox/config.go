@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -78,11 +79,11 @@ var (
 func tableIdent(field, name string) (pgx.Identifier, error) {
 	parts := strings.Split(name, ".")
 	if len(parts) > 2 {
-		return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q: at most schema.table", truncate(name))}
+		return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q: at most schema.table", pgtext.Clean(name, quoted))}
 	}
 	for _, p := range parts {
 		if !namePart.MatchString(p) {
-			return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q: each part must match %s", truncate(name), namePart)}
+			return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q: each part must match %s", pgtext.Clean(name, quoted), namePart)}
 		}
 	}
 	return pgx.Identifier(parts), nil
@@ -149,7 +150,7 @@ func (c Config) validate() error {
 		return &ConfigError{Field: "DeadLetterTable", Reason: "must differ from Table"}
 	}
 	if !channelName.MatchString(c.Channel) {
-		return &ConfigError{Field: "Channel", Reason: fmt.Sprintf("%q: letters, digits, underscores", truncate(c.Channel))}
+		return &ConfigError{Field: "Channel", Reason: fmt.Sprintf("%q: letters, digits, underscores", pgtext.Clean(c.Channel, quoted))}
 	}
 	switch {
 	case c.BatchSize < 1 || c.BatchSize > 10000:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -84,14 +85,20 @@ func (o *Outbox) EnqueueBatchTx(ctx context.Context, tx pgx.Tx, events []Event) 
 	return ids, nil
 }
 
-// headers returns the user headers plus the trace context of ctx, as JSON.
+// headers returns the user headers plus the trace context of ctx, as JSON. The
+// user's headers are validated; what the propagator adds is made storable (jsonb
+// refuses NUL and invalid UTF-8) and bounded, key and value, by MaxHeaderBytes.
 func (o *Outbox) headers(ctx context.Context, user map[string]string) (string, error) {
-	h := make(propagation.MapCarrier, len(user)+2)
+	derived := make(propagation.MapCarrier, 2)
+	o.cfg.Propagator.Inject(ctx, derived)
+	h := make(map[string]string, len(user)+len(derived))
 	for k, v := range user {
 		h[k] = v
 	}
-	o.cfg.Propagator.Inject(ctx, h)
-	b, err := json.Marshal(map[string]string(h))
+	for k, v := range derived { // the propagator's fields win, as when it injects over the user's
+		h[pgtext.Clean(k, MaxHeaderBytes)] = pgtext.Clean(v, MaxHeaderBytes)
+	}
+	b, err := json.Marshal(h)
 	if err != nil {
 		return "", fmt.Errorf("outbox: headers: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // ID is an event id: a UUIDv7 (RFC 9562), 48 bits of Unix milliseconds then 74
@@ -58,7 +60,7 @@ func (id ID) Time() time.Time {
 func ParseID(s string) (ID, error) {
 	var id ID
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return id, &EventError{Field: "id", Err: ErrInvalidID, Reason: fmt.Sprintf("%q is not a canonical UUID", truncate(s))}
+		return id, &EventError{Field: "id", Err: ErrInvalidID, Reason: fmt.Sprintf("%q is not a canonical UUID", pgtext.Clean(s, quoted))}
 	}
 	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
 	if _, err := hex.Decode(id[:], []byte(h)); err != nil {

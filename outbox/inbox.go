@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -81,7 +82,7 @@ func (in *Inbox) Migrate(ctx context.Context, db Execer) error {
 // transaction ends, then sees a duplicate (or proceeds, if it rolled back).
 func (in *Inbox) ProcessTx(ctx context.Context, tx pgx.Tx, consumer, eventID string, fn func(ctx context.Context, tx pgx.Tx) error) (bool, error) {
 	if !consumerName.MatchString(consumer) {
-		return false, &ConfigError{Field: "consumer", Reason: fmt.Sprintf("%q: 1-200 printable ASCII bytes", truncate(consumer))}
+		return false, &ConfigError{Field: "consumer", Reason: fmt.Sprintf("%q: 1-200 printable ASCII bytes", pgtext.Clean(consumer, quoted))}
 	}
 	if eventID == "" || len(eventID) > 200 {
 		return false, &EventError{Field: "id", Err: ErrInvalidID, Reason: "empty or longer than 200 bytes"}

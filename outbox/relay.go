@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -164,7 +166,7 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	defer stop()
 
 	// One connection, an explicit transaction driven in three round trips:
-	// BEGIN+lock, claim, mark+COMMIT. On any error the transaction is rolled back
+	// BEGIN+lock, claim, mark+COMMIT (plus one to record failures, if any). On any error the transaction is rolled back
 	// (or the connection dropped by the pool, which discards a connection that is
 	// still in a transaction), which releases the key locks.
 	pc, err := r.db.Acquire(ctx)
@@ -196,73 +198,18 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 		}
 	}
 
-	var ok []int64
-	b := &pgx.Batch{}
-	// A mark lost in a server crash only means the batch is published again
-	// (at-least-once, the inbox absorbs it), so the relay does not wait for its
-	// commit to be flushed: lower lag and higher throughput, no loss.
-	b.Queue("SET LOCAL synchronous_commit = off")
-	failed := map[string]bool{}
+	ok, failures := r.sortOutcomes(ctx, msgs, errs)
+	lags, fellBack, err := r.record(bctx, conn, ok, failures)
+	if err != nil {
+		return 0, err
+	}
 	var retries, parked int64
-	for i, m := range msgs {
-		var perr error
-		if errs != nil {
-			perr = errs[i]
+	for _, f := range failures {
+		if f.park && !fellBack {
+			parked++
+		} else {
+			retries++
 		}
-		if failed[m.Key] && perr == nil {
-			// A publisher broke the contract (a later message of a failed key was
-			// published). Do not mark it: it will be published again, after its
-			// predecessor; the duplicate is for the inbox to drop.
-			r.cfg.Logger.ErrorContext(ctx, "outbox relay: publisher published past a failure of the same key", "key", m.Key, "id", m.ID.String())
-			continue
-		}
-		switch {
-		case perr == nil:
-			ok = append(ok, m.Seq)
-		case errors.Is(perr, ErrSkipped), failed[m.Key]:
-			// A follower of a key that already failed in this batch failed because
-			// its predecessor did (a whole partition failing): not its own attempt,
-			// or it would accrue attempts and park beside the head.
-			failed[m.Key] = true
-		default:
-			failed[m.Key] = true
-			r.stats.failures.Add(1)
-			msg := truncateErr(perr)
-			if m.Attempt >= r.cfg.MaxAttempts {
-				b.Queue(r.o.sql.park, m.Seq, msg)
-				parked++
-				r.cfg.Logger.ErrorContext(ctx, "outbox relay: event parked; its key waits for an operator",
-					"table", r.cfg.Table, "id", m.ID.String(), "key", m.Key, "attempts", m.Attempt, "err", perr)
-			} else {
-				delay := r.cfg.Backoff.Delay(m.Attempt - 1)
-				b.Queue(r.o.sql.fail, m.Seq, delay.Milliseconds(), msg)
-				retries++
-			}
-		}
-	}
-	var lags []float64
-	if len(ok) > 0 {
-		q := r.o.sql.markPublished
-		if r.cfg.DeleteOnPublish {
-			q = r.o.sql.deletePublished
-		}
-		b.Queue(q, ok).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var l float64
-				if err := rows.Scan(&l); err != nil {
-					return err
-				}
-				lags = append(lags, l)
-			}
-			return rows.Err()
-		})
-	}
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(bctx, b).Close(); err != nil {
-		return 0, fmt.Errorf("mark and commit: %w", err)
-	}
-	if conn.PgConn().TxStatus() != 'I' {
-		return 0, errors.New("mark and commit: transaction did not commit")
 	}
 	r.stats.published.Add(int64(len(ok)))
 	r.stats.parked.Add(parked)
@@ -350,10 +297,156 @@ func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
 	return msgs, nil
 }
 
-func truncateErr(err error) string {
-	s := err.Error()
-	if len(s) > 2000 {
-		s = s[:2000]
+// maxErrorBytes bounds the publisher error text stored in last_error.
+const maxErrorBytes = 2000
+
+// failure is a failed publish attempt to record: a retry, or parking.
+type failure struct {
+	seq     int64
+	delay   time.Duration
+	park    bool
+	errText string // storable (pgtext.Clean)
+}
+
+// sortOutcomes splits a batch's publish results into the seqs to mark and the
+// failures to record (at most one per key: its first failed message).
+func (r *Relay) sortOutcomes(ctx context.Context, msgs []Message, errs []error) (ok []int64, failures []failure) {
+	failed := map[string]bool{}
+	for i, m := range msgs {
+		var perr error
+		if errs != nil {
+			perr = errs[i]
+		}
+		if failed[m.Key] && perr == nil {
+			// A publisher broke the contract (a later message of a failed key was
+			// published). Do not mark it: it will be published again, after its
+			// predecessor; the duplicate is for the inbox to drop.
+			r.cfg.Logger.ErrorContext(ctx, "outbox relay: publisher published past a failure of the same key", "key", m.Key, "id", m.ID.String())
+			continue
+		}
+		switch {
+		case perr == nil:
+			ok = append(ok, m.Seq)
+		case errors.Is(perr, ErrSkipped), failed[m.Key]:
+			// A follower of a key that already failed in this batch failed because
+			// its predecessor did (a whole partition failing): not its own attempt,
+			// or it would accrue attempts and park beside the head.
+			failed[m.Key] = true
+		default:
+			failed[m.Key] = true
+			r.stats.failures.Add(1)
+			f := failure{seq: m.Seq, errText: pgtext.Clean(perr.Error(), maxErrorBytes)}
+			if m.Attempt >= r.cfg.MaxAttempts {
+				f.park = true
+				r.cfg.Logger.ErrorContext(ctx, "outbox relay: event parked; its key waits for an operator",
+					"table", r.cfg.Table, "id", m.ID.String(), "key", m.Key, "attempts", m.Attempt, "err", perr)
+			} else {
+				f.delay = r.cfg.Backoff.Delay(m.Attempt - 1)
+			}
+			failures = append(failures, f)
+		}
 	}
-	return s
+	return ok, failures
+}
+
+// record marks (or deletes) the published seqs, records the failures and
+// commits; it returns the publish lags of the marked rows and whether the
+// failures fell back to being counted only (none parked). Without failures it is
+// one round trip.
+//
+// Failures are recorded in a second round trip, behind a savepoint taken after
+// the marks: if PostgreSQL refuses to record one (a constraint, a trigger, a
+// dead-letter table that rejects the row), the marks still commit and every
+// failing event still gets its attempt counted and its backoff, with a fixed
+// error text instead — so a failure to record a failure neither republishes the
+// other keys nor lets the failing key loop without ever reaching MaxAttempts.
+func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures []failure) (lags []float64, fellBack bool, err error) {
+	b := &pgx.Batch{}
+	// A mark lost in a server crash only means the batch is published again
+	// (at-least-once, the inbox absorbs it), so the relay does not wait for its
+	// commit to be flushed: lower lag and higher throughput, no loss.
+	b.Queue("SET LOCAL synchronous_commit = off")
+	if len(ok) > 0 {
+		q := r.o.sql.markPublished
+		if r.cfg.DeleteOnPublish {
+			q = r.o.sql.deletePublished
+		}
+		b.Queue(q, ok).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var l float64
+				if err := rows.Scan(&l); err != nil {
+					return err
+				}
+				lags = append(lags, l)
+			}
+			return rows.Err()
+		})
+	}
+	if len(failures) == 0 {
+		b.Queue("COMMIT")
+		err = conn.SendBatch(ctx, b).Close()
+	} else {
+		b.Queue("SAVEPOINT record_failures")
+		if err = conn.SendBatch(ctx, b).Close(); err == nil {
+			b = &pgx.Batch{}
+			for _, f := range failures {
+				if f.park {
+					b.Queue(r.o.sql.park, f.seq, f.errText)
+				} else {
+					b.Queue(r.o.sql.fail, f.seq, f.delay.Milliseconds(), f.errText)
+				}
+			}
+			b.Queue("COMMIT")
+			if err = conn.SendBatch(ctx, b).Close(); err != nil && conn.PgConn().TxStatus() == 'E' {
+				fellBack = true
+				err = r.recordFallback(ctx, conn, failures, err)
+			}
+		}
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("mark and commit: %w", err)
+	}
+	if conn.PgConn().TxStatus() != 'I' {
+		return nil, false, errors.New("mark and commit: transaction did not commit")
+	}
+	return lags, fellBack, nil
+}
+
+// recordFallback runs after PostgreSQL refused to record the failures (cause):
+// back to the savepoint (the marks stay), count each failing event's attempt
+// with a fixed, storable text, commit. If even that is refused, it commits the
+// marks alone.
+func (r *Relay) recordFallback(ctx context.Context, conn *pgx.Conn, failures []failure, cause error) error {
+	r.cfg.Logger.ErrorContext(ctx, "outbox relay: could not record publish failures; counting the attempts without their error text",
+		"table", r.cfg.Table, "err", cause)
+	// Without arguments, Exec uses the simple protocol: nothing is prepared while
+	// the transaction is aborted.
+	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT record_failures"); err != nil {
+		return err
+	}
+	text := "outbox: the publisher's error could not be recorded (SQLSTATE " + sqlState(cause) + "); see the relay's log"
+	b := &pgx.Batch{}
+	for _, f := range failures {
+		b.Queue(r.o.sql.fail, f.seq, f.delay.Milliseconds(), text)
+	}
+	b.Queue("COMMIT")
+	err := conn.SendBatch(ctx, b).Close()
+	if err == nil || conn.PgConn().TxStatus() != 'E' {
+		return err
+	}
+	r.cfg.Logger.ErrorContext(ctx, "outbox relay: could not count publish failures; committing the marks alone",
+		"table", r.cfg.Table, "err", err)
+	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT record_failures"); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "COMMIT")
+	return err
+}
+
+// sqlState returns err's SQLSTATE, or "unknown".
+func sqlState(err error) string {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pe.Code
+	}
+	return "unknown"
 }
