@@ -182,9 +182,17 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
+// truncate cuts an offending value to 64 bytes, on a rune boundary, for an
+// error. coord imports nothing of coordkit's, so it keeps this cut instead of
+// internal/pgtext.Clean: it never writes to a database, and its messages quote
+// values with %q, which escapes NUL and invalid UTF-8.
 func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
+	if len(s) <= 64 {
+		return s
 	}
-	return s
+	n := 64
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -106,11 +107,11 @@ func (c Config) validate() error {
 func tableIdent(table string) (pgx.Identifier, error) {
 	parts := strings.Split(table, ".")
 	if len(parts) > 2 {
-		return nil, fmt.Errorf("%w: table %q: at most schema.name", ErrInvalidConfig, truncate(table))
+		return nil, fmt.Errorf("%w: table %q: at most schema.name", ErrInvalidConfig, pgtext.Clean(table, 64))
 	}
 	for _, p := range parts {
 		if !identRE.MatchString(p) {
-			return nil, fmt.Errorf("%w: table %q: each part must match %s", ErrInvalidConfig, truncate(table), identRE)
+			return nil, fmt.Errorf("%w: table %q: each part must match %s", ErrInvalidConfig, pgtext.Clean(table, 64), identRE)
 		}
 	}
 	return pgx.Identifier(parts), nil

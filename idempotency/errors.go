@@ -77,7 +77,7 @@ func (e *InFlightError) Is(target error) bool { return target == ErrInFlight }
 // KeyError reports an invalid key or scope. It matches ErrInvalidKey.
 type KeyError struct {
 	Field  string // "scope" or "key"
-	Value  string // the offending value, truncated to 64 bytes
+	Value  string // the offending value, made valid UTF-8 and cut to 64 bytes (pgtext.Clean)
 	Reason string
 }
 
@@ -88,10 +88,3 @@ func (e *KeyError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidKey) true.
 func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
-
-func truncate(s string) string {
-	if len(s) > 64 {
-		return s[:64]
-	}
-	return s
-}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // Limits on keys, in bytes.
@@ -34,7 +36,9 @@ func (k Key) Validate() error {
 }
 
 func validateScope(s string) error {
-	bad := func(reason string) error { return &KeyError{Field: "scope", Value: truncate(s), Reason: reason} }
+	bad := func(reason string) error {
+		return &KeyError{Field: "scope", Value: pgtext.Clean(s, 64), Reason: reason}
+	}
 	switch {
 	case s == "":
 		return bad("empty")
@@ -54,7 +58,7 @@ func validateScope(s string) error {
 // ValidateKeyID checks a client key: 1..MaxKeyLen bytes, every byte printable ASCII
 // (0x20..0x7E), which is what an sf-string can carry. It returns a *KeyError.
 func ValidateKeyID(id string) error {
-	bad := func(reason string) error { return &KeyError{Field: "key", Value: truncate(id), Reason: reason} }
+	bad := func(reason string) error { return &KeyError{Field: "key", Value: pgtext.Clean(id, 64), Reason: reason} }
 	switch {
 	case id == "":
 		return bad("empty")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/coord"
@@ -87,7 +88,7 @@ func ParseKey(key string) (sagaID, step string, err error) {
 	sagaID, step, ok := strings.Cut(key, "/")
 	if !ok || coord.ValidateName("saga id", sagaID, coord.MaxNameLen) != nil ||
 		coord.ValidateName("step", step, coord.MaxNameLen) != nil {
-		return "", "", fmt.Errorf("%w: %q", ErrBarrierKey, truncateUTF8(key, 64))
+		return "", "", fmt.Errorf("%w: %q", ErrBarrierKey, pgtext.Clean(key, 64))
 	}
 	return sagaID, step, nil
 }

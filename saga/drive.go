@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -138,7 +139,7 @@ func (r *runner) forward(ctx context.Context, s *claimed, def *erasedDef, deadli
 		if st.kind != KindCompensatable {
 			from--
 		}
-		reason := truncateUTF8(err.Error(), 4000)
+		reason := pgtext.Clean(err.Error(), 4000)
 		t := transition{state: StateCompensating, step: from, err: err, errStep: st.name, failure: &reason}
 		if from < 0 {
 			t.state, t.release = StateCompensated, true

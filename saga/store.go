@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -204,7 +205,7 @@ type written struct {
 func (c *Client) write(ctx context.Context, s *claimed, t transition) (written, error) {
 	var errText *string
 	if t.err != nil {
-		e := truncateUTF8(t.err.Error(), 4000)
+		e := pgtext.Clean(t.err.Error(), 4000)
 		errText = &e
 	}
 	var stuck *float64
@@ -244,15 +245,4 @@ func (c *Client) write(ctx context.Context, s *claimed, t transition) (written, 
 		return written{}, fmt.Errorf("saga: write state of %s: %w", s.id, err)
 	}
 	return w, nil
-}
-
-func truncateUTF8(s string, n int) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && (s[n]&0xC0) == 0x80 {
-		n--
-	}
-	return s[:n]
 }
