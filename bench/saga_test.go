@@ -45,7 +45,12 @@ func BenchmarkSaga(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	if err := saga.Migrate(ctx, pool, &saga.MigrateOpts{BarrierTable: "-"}); err != nil {
+	migrator, err := saga.NewClient(pool, saga.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer migrator.Close()
+	if err := migrator.Migrate(ctx, pool); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS saga_bench_commit (id bigserial PRIMARY KEY, v text NOT NULL)`); err != nil {

@@ -4,45 +4,83 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/coordkit/coordkit/internal/pgschema"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Execer is what Migrate needs: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+// Execer runs a statement: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Migrate creates the key table and its indexes if they do not exist (idempotent,
-// safe to run on every start). It blocks for the DDL; ctx cancels it. Run it in a
-// transaction (pass a pgx.Tx) to combine it with other migrations.
-func (s *Store) Migrate(ctx context.Context, db Execer) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
+// Querier runs a query: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// component is the key table's versioned schema.
+func component(ident pgx.Identifier) (pgschema.Component, error) {
+	var schema string
+	if len(ident) == 2 {
+		schema = ident[0]
 	}
-	sort.Strings(names)
-	last := s.ident[len(s.ident)-1]
-	r := strings.NewReplacer(
-		"{{table}}", s.table,
-		"{{created_idx}}", pgx.Identifier{last + "_created_idx"}.Sanitize(),
-		"{{abandoned_idx}}", pgx.Identifier{last + "_abandoned_idx"}.Sanitize(),
-	)
-	for _, name := range names {
-		b, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		if _, err := db.Exec(ctx, r.Replace(string(b))); err != nil {
-			return fmt.Errorf("idempotency: migrate %s: %w", name, err)
-		}
+	name := ident[len(ident)-1]
+	ms, err := pgschema.Load(migrations, "migrations", map[string]string{
+		"table":         ident.Sanitize(),
+		"created_idx":   pgschema.Quoted(name + "_created_idx"),
+		"abandoned_idx": pgschema.Quoted(name + "_abandoned_idx"),
+	})
+	if err != nil {
+		return pgschema.Component{}, fmt.Errorf("idempotency: %w", err)
+	}
+	return pgschema.Component{Kind: "idempotency", Schema: schema, Name: name, Migrations: ms}, nil
+}
+
+// Migrate brings the key table and its indexes to the newest schema version, in a
+// transaction of its own (see MigrateTx). Safe to call from every process on every
+// start: it blocks while another caller migrates the same schema; ctx cancels it.
+// db may differ from the Store's pool (a role allowed to run DDL).
+func (s *Store) Migrate(ctx context.Context, db Beginner) error {
+	if err := s.schema.Migrate(ctx, db); err != nil {
+		return fmt.Errorf("idempotency: %w", err)
 	}
 	return nil
+}
+
+// MigrateTx applies the pending schema versions in the caller's transaction tx
+// (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
+// takes a transaction-scoped advisory lock on the schema, held until tx ends, so
+// concurrent migrations run one after another. On error, roll tx back.
+func (s *Store) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	if err := s.schema.MigrateTx(ctx, tx); err != nil {
+		return fmt.Errorf("idempotency: %w", err)
+	}
+	return nil
+}
+
+// MigrationSQL returns the schema as plain SQL for goose, golang-migrate or atlas:
+// one element per version, in order, each recording itself in coordkit_migrations
+// so that Migrate and SchemaVersion agree with the external tool.
+func (s *Store) MigrationSQL() []string { return s.schema.SQL() }
+
+// SchemaVersion returns the schema version recorded in the database (0 before the
+// first migration) and the newest version this code ships. applied < latest means
+// Migrate has work to do; applied > latest, that a newer release migrated it.
+func (s *Store) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+	applied, err = s.schema.Applied(ctx, db)
+	if err != nil {
+		return 0, 0, fmt.Errorf("idempotency: %w", err)
+	}
+	return applied, s.schema.Latest(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,6 +39,7 @@ type Store struct {
 	// claimName names Do's prepared claim statement, per table.
 	claimName string
 	tracer    trace.Tracer
+	schema    pgschema.Component
 }
 
 // Func is the effect of a request. It runs at most once per key that commits: in the
@@ -70,7 +72,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("idempotency: metrics: %w", err)
 	}
 	ident, _ := tableIdent(cfg.Table)
-	s := &Store{pool: pool, cfg: cfg, ident: ident, table: ident.Sanitize(), in: in}
+	schema, err := component(ident)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{pool: pool, cfg: cfg, ident: ident, table: ident.Sanitize(), in: in, schema: schema}
 	s.q = newQueries(s.table)
 	s.tracer = cfg.TracerProvider.Tracer(coord.InstrumentationName + "/idempotency")
 	s.claimName = "coordkit_idem_claim_" + FingerprintOf([]byte(s.table)).String()[:16]
@@ -305,12 +311,7 @@ func (r *keyRow) scan(row pgx.Row) error {
 	return row.Scan(&r.fingerprint, &r.status, &r.respStatus, &r.respHeader, &r.respBody)
 }
 
-// querier is a pool, connection or transaction.
-type querier interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}
-
-func (s *Store) lookup(ctx context.Context, db querier, key Key) (keyRow, bool, error) {
+func (s *Store) lookup(ctx context.Context, db Querier, key Key) (keyRow, bool, error) {
 	var r keyRow
 	err := r.scan(db.QueryRow(ctx, s.q.lookup, key.Scope, key.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -324,7 +325,7 @@ func (s *Store) lookup(ctx context.Context, db querier, key Key) (keyRow, bool, 
 
 // classify turns an existing row into the outcome for a request with fingerprint
 // fp; db answers the follow-up query for a key in progress.
-func (s *Store) classify(ctx context.Context, db querier, key Key, fp Fingerprint, r keyRow) (Result, error) {
+func (s *Store) classify(ctx context.Context, db Querier, key Key, fp Fingerprint, r keyRow) (Result, error) {
 	if !bytes.Equal(r.fingerprint, fp[:]) {
 		s.in.mismatches.Add(ctx, 1)
 		return Result{}, &MismatchError{Key: key}

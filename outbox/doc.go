@@ -3,7 +3,7 @@
 // in order per aggregate key, to a broker.
 //
 //	ob, _ := outbox.New(outbox.Config{})         // table coord_outbox
-//	_ = ob.Migrate(ctx, pool)
+//	err = ob.Migrate(ctx, pool)                  // versioned; safe from every replica at once
 //	tx, _ := pool.Begin(ctx)
 //	// ... the state change ...
 //	id, err := ob.EnqueueTx(ctx, tx, outbox.Event{Topic: "orders", Key: orderID, Type: "order.paid", Payload: body, JSON: true})

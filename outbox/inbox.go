@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
@@ -32,10 +32,10 @@ type InboxConfig struct {
 // Inbox dedupes deliveries on the consumer side: the event id is recorded in the
 // same transaction as the consumer's effect.
 type Inbox struct {
-	cfg   InboxConfig
-	table string
-	idx   string
-	m     *metrics
+	cfg    InboxConfig
+	table  string
+	m      *metrics
+	schema pgschema.Component
 }
 
 var consumerName = regexp.MustCompile(`^[\x21-\x7e]{1,200}$`)
@@ -65,12 +65,11 @@ func NewInbox(cfg InboxConfig) (*Inbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: inbox metrics: %w", err)
 	}
-	return &Inbox{cfg: cfg, table: t.Sanitize(), idx: pgx.Identifier{t[len(t)-1] + "_processed"}.Sanitize(), m: m}, nil
-}
-
-// Migrate creates the inbox table if it does not exist. Idempotent.
-func (in *Inbox) Migrate(ctx context.Context, db Execer) error {
-	return runMigration(ctx, db, "migrations/001_inbox.sql", strings.NewReplacer("{{table}}", in.table, "{{idx_processed}}", in.idx))
+	schema, err := inboxComponent(t)
+	if err != nil {
+		return nil, err
+	}
+	return &Inbox{cfg: cfg, table: t.Sanitize(), m: m, schema: schema}, nil
 }
 
 // ProcessTx runs fn in tx unless consumer already processed eventID: it records

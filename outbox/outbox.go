@@ -2,19 +2,15 @@ package outbox
 
 import (
 	"context"
-	"embed"
 	"fmt"
 	"hash/fnv"
-	"strings"
 
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// Execer is what Migrate needs: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+// Execer runs a statement: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
@@ -41,6 +37,7 @@ type Outbox struct {
 	relayClass   int32
 	m            *metrics
 	sql          statements
+	schema       pgschema.Component
 }
 
 // New validates cfg (after defaults) and returns an Outbox. It returns an error
@@ -71,6 +68,9 @@ func New(cfg Config) (*Outbox, error) {
 	}
 	o.m = m
 	o.sql = buildStatements(o.table, o.dead)
+	if o.schema, err = outboxComponent(t, d); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -81,32 +81,4 @@ func lockClass(s string) int32 {
 	h := fnv.New32a()
 	h.Write([]byte(s))
 	return int32(h.Sum32())
-}
-
-// Migrate creates the outbox and dead-letter tables and their indexes if they do
-// not exist. It blocks for the DDL; ctx cancels it. Idempotent.
-func (o *Outbox) Migrate(ctx context.Context, db Execer) error {
-	t, _ := tableIdent("Table", o.cfg.Table)
-	d, _ := tableIdent("DeadLetterTable", o.cfg.DeadLetterTable)
-	base, dbase := t[len(t)-1], d[len(d)-1]
-	return runMigration(ctx, db, "migrations/001_outbox.sql", strings.NewReplacer(
-		"{{table}}", o.table,
-		"{{dead}}", o.dead,
-		"{{idx_pending}}", pgx.Identifier{base + "_pending"}.Sanitize(),
-		"{{idx_key}}", pgx.Identifier{base + "_key"}.Sanitize(),
-		"{{idx_retry}}", pgx.Identifier{base + "_retry"}.Sanitize(),
-		"{{idx_published}}", pgx.Identifier{base + "_published"}.Sanitize(),
-		"{{idx_dead_key}}", pgx.Identifier{dbase + "_key"}.Sanitize(),
-	))
-}
-
-func runMigration(ctx context.Context, db Execer, name string, r *strings.Replacer) error {
-	b, err := migrations.ReadFile(name)
-	if err != nil {
-		return fmt.Errorf("outbox: migration %s: %w", name, err)
-	}
-	if _, err := db.Exec(ctx, r.Replace(string(b))); err != nil {
-		return fmt.Errorf("outbox: migrate %s: %w", name, err)
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgschema"
 )
 
 // Barrier is the participant side of a saga step, in the participant's own
@@ -25,8 +26,9 @@ import (
 // compensation first inserts the action's row, so an action that comes later finds
 // it taken. Safe for concurrent use.
 type Barrier struct {
-	table string
-	ins   string
+	table  string
+	ins    string
+	schema pgschema.Component
 }
 
 // Outcome says what a barrier call did.
@@ -69,17 +71,12 @@ func NewBarrier(table string) (*Barrier, error) {
 	if err := validateTable("barrier table", table); err != nil {
 		return nil, err
 	}
-	return &Barrier{table: table, ins: `INSERT INTO ` + ident(table) +
-		` (saga_id, step, op, reason) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`}, nil
-}
-
-// Migrate creates the barrier table if missing. It blocks for the DDL.
-func (b *Barrier) Migrate(ctx context.Context, db Beginner) error {
-	s, err := render("migrations/001_barrier.sql", map[string]string{"barrier": b.table})
+	schema, err := barrierComponent(table)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return runDDL(ctx, db, []string{s})
+	return &Barrier{table: table, schema: schema, ins: `INSERT INTO ` + ident(table) +
+		` (saga_id, step, op, reason) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`}, nil
 }
 
 // ParseKey splits an idempotency key "<saga id>/<step>" (StepContext.IdempotencyKey).

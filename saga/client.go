@@ -1,7 +1,6 @@
 package saga
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgschema"
 )
 
 // Client is the saga runtime on one Postgres database: it starts sagas, runs them
@@ -31,7 +31,8 @@ type Client struct {
 		claims, steps, compensations, retries, fenced, pages, commits atomic.Int64
 	}
 	// hook, when set by tests, is called at every step boundary.
-	hook func(p hookPoint, sagaID string, step int)
+	hook   func(p hookPoint, sagaID string, step int)
+	schema pgschema.Component
 }
 
 type hookPoint string
@@ -60,12 +61,17 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
+	schema, err := sagaComponent(cfg.Table)
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{
 		pool:   pool,
 		cfg:    cfg,
 		q:      newQueries(cfg.Table),
 		tracer: tp.Tracer(coord.InstrumentationName + "/saga"),
 		defs:   map[string]*erasedDef{},
+		schema: schema,
 	}
 	m, err := newMetrics(c)
 	if err != nil {
@@ -78,12 +84,6 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 // Close unregisters the client's metric callback. It does not stop a running
 // [Client.Run] (cancel its context) and does not close the pool.
 func (c *Client) Close() error { return c.metrics.close() }
-
-// Migrate creates the client's saga table (not the barrier table) if missing. See
-// the package-level [Migrate].
-func (c *Client) Migrate(ctx context.Context) error {
-	return Migrate(ctx, c.pool, &MigrateOpts{Table: c.cfg.Table, BarrierTable: "-"})
-}
 
 // Register makes definitions runnable by this client's runners: [Client.Run]
 // claims only sagas of registered types. Registering the same name twice is an

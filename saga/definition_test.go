@@ -111,9 +111,6 @@ func TestConfigValidate(t *testing.T) {
 		if err := cfg.validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("table %q: %v", table, err)
 		}
-		if err := Migrate(context.Background(), nil, &MigrateOpts{Table: table}); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("Migrate table %q: %v", table, err)
-		}
 		if _, err := NewBarrier(table); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewBarrier %q: %v", table, err)
 		}

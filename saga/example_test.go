@@ -26,10 +26,14 @@ func Example() {
 	ctx := context.Background()
 	pool, schema := examplePool(ctx)
 	defer dropSchema(ctx, pool, schema)
-	if err := saga.Migrate(ctx, pool, nil); err != nil {
+	// The participant's side: its barrier table, in its own database (here the same).
+	barrier, err := saga.NewBarrier("")
+	if err != nil {
 		panic(err)
 	}
-	barrier, _ := saga.NewBarrier("")
+	if err := barrier.Migrate(ctx, pool); err != nil {
+		panic(err)
+	}
 	// A participant call: its effect and the barrier row in one transaction, so a
 	// duplicate, a null compensation or a hanging action does nothing.
 	type barrierOp func(context.Context, pgx.Tx, string, func(context.Context, pgx.Tx) error) (saga.Outcome, error)
@@ -73,6 +77,9 @@ func Example() {
 		panic(err)
 	}
 	defer c.Close()
+	if err := c.Migrate(ctx, pool); err != nil {
+		panic(err)
+	}
 	if err := c.Register(def); err != nil {
 		panic(err)
 	}
@@ -132,9 +139,14 @@ func ExampleClient_List() {
 	ctx := context.Background()
 	pool, schema := examplePool(ctx)
 	defer dropSchema(ctx, pool, schema)
-	saga.Migrate(ctx, pool, nil)
-	c, _ := saga.NewClient(pool, saga.Config{})
+	c, err := saga.NewClient(pool, saga.Config{})
+	if err != nil {
+		panic(err)
+	}
 	defer c.Close()
+	if err := c.Migrate(ctx, pool); err != nil {
+		panic(err)
+	}
 	stuck, err := c.List(ctx, &saga.ListOpts{States: []saga.State{saga.StateNeedsHuman}, OlderThan: time.Hour})
 	fmt.Println(len(stuck), err)
 	err = c.Cancel(ctx, "no-such-saga", "customer cancelled")

@@ -154,10 +154,21 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	db := coordtest.Postgres(t)
-	if err := Migrate(context.Background(), db.Pool, nil); err != nil {
+	migrateTable(t, db.Pool, DefaultTable)
+	return &env{db: db, p: newParticipant(t, db.Pool)}
+}
+
+// migrateTable creates the saga table called table.
+func migrateTable(t *testing.T, pool *pgxpool.Pool, table string) {
+	t.Helper()
+	c, err := NewClient(pool, Config{Table: table})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{db: db, p: newParticipant(t, db.Pool)}
+	defer c.Close()
+	if err := c.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // client returns a client with the order saga registered.

@@ -5,17 +5,23 @@ import (
 	"embed"
 	"fmt"
 	"regexp"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/internal/pgschema"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations
 var migrations embed.FS
 
-// Beginner is what Migrate needs: *pgxpool.Pool, *pgx.Conn and pgx.Tx all qualify.
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
 type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Querier runs a query: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // DefaultTable is the default name of the saga table.
@@ -42,86 +48,85 @@ func validateTable(field, name string) error {
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
-// MigrateOpts names the tables Migrate creates. A nil *MigrateOpts uses the defaults.
-type MigrateOpts struct {
-	Table        string // saga table; default DefaultTable
-	BarrierTable string // barrier table; default DefaultBarrierTable; "-" skips it
-}
-
-// Migrate creates the saga table (and, unless opts.BarrierTable is "-", the barrier
-// table) if they do not exist, in one transaction serialised by an advisory lock,
-// so concurrent callers are safe. It blocks for the DDL; ctx cancels it. Invalid
-// table names return ErrInvalidConfig before anything is sent.
-func Migrate(ctx context.Context, db Beginner, opts *MigrateOpts) error {
-	var o MigrateOpts
-	if opts != nil {
-		o = *opts
-	}
-	if o.Table == "" {
-		o.Table = DefaultTable
-	}
-	if o.BarrierTable == "" {
-		o.BarrierTable = DefaultBarrierTable
-	}
-	if err := validateTable("table", o.Table); err != nil {
-		return err
-	}
-	stmts := []string{}
-	s, err := render("migrations/001_sagas.sql", map[string]string{
-		"sagas":                       o.Table,
-		"due_idx":                     o.Table + "_due_idx",
-		"state_idx":                   o.Table + "_state_idx",
-		"no_compensation_after_pivot": o.Table + "_no_comp_after_pivot",
+// sagaComponent is the versioned schema of the saga table.
+func sagaComponent(table string) (pgschema.Component, error) {
+	ms, err := pgschema.Load(migrations, "migrations/saga", map[string]string{
+		"sagas":                       ident(table),
+		"due_idx":                     ident(table + "_due_idx"),
+		"state_idx":                   ident(table + "_state_idx"),
+		"no_compensation_after_pivot": ident(table + "_no_comp_after_pivot"),
 	})
 	if err != nil {
-		return err
+		return pgschema.Component{}, fmt.Errorf("saga: %w", err)
 	}
-	stmts = append(stmts, s)
-	if o.BarrierTable != "-" {
-		if err := validateTable("barrier table", o.BarrierTable); err != nil {
-			return err
-		}
-		s, err := render("migrations/001_barrier.sql", map[string]string{"barrier": o.BarrierTable})
-		if err != nil {
-			return err
-		}
-		stmts = append(stmts, s)
-	}
-	return runDDL(ctx, db, stmts)
+	return pgschema.Component{Kind: "saga", Name: table, Migrations: ms}, nil
 }
 
-func runDDL(ctx context.Context, db Beginner, stmts []string) error {
-	tx, err := db.Begin(ctx)
+// barrierComponent is the versioned schema of the barrier table.
+func barrierComponent(table string) (pgschema.Component, error) {
+	ms, err := pgschema.Load(migrations, "migrations/barrier", map[string]string{"barrier": ident(table)})
 	if err != nil {
-		return fmt.Errorf("saga: migrate: %w", err)
+		return pgschema.Component{}, fmt.Errorf("saga: barrier: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('coordkit.saga.migrate'))"); err != nil {
-		return fmt.Errorf("saga: migrate: %w", err)
-	}
-	for _, s := range stmts {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			return fmt.Errorf("saga: migrate: %w", err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("saga: migrate: %w", err)
+	return pgschema.Component{Kind: "saga_barrier", Name: table, Migrations: ms}, nil
+}
+
+// Migrate brings the client's saga table to the newest schema version, in a
+// transaction of its own (see MigrateTx). Safe to call from every process on every
+// start: it blocks while another caller migrates the same schema; ctx cancels it.
+// db may differ from the client's pool (a role allowed to run DDL). The barrier
+// table is a participant's and has its own [Barrier.Migrate].
+func (c *Client) Migrate(ctx context.Context, db Beginner) error {
+	return wrapMigrate("", c.schema.Migrate(ctx, db))
+}
+
+// MigrateTx applies the pending schema versions in the caller's transaction tx
+// (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
+// takes a transaction-scoped advisory lock on the schema, held until tx ends, so
+// concurrent migrations run one after another. On error, roll tx back.
+func (c *Client) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	return wrapMigrate("", c.schema.MigrateTx(ctx, tx))
+}
+
+// MigrationSQL returns the saga table's schema as plain SQL for goose,
+// golang-migrate or atlas: one element per version, in order, each recording
+// itself in coordkit_migrations so that Migrate and SchemaVersion agree with the
+// external tool.
+func (c *Client) MigrationSQL() []string { return c.schema.SQL() }
+
+// SchemaVersion returns the schema version recorded in the database (0 before the
+// first migration) and the newest version this code ships. applied < latest means
+// Migrate has work to do; applied > latest, that a newer release migrated it.
+func (c *Client) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+	applied, err = c.schema.Applied(ctx, db)
+	return applied, c.schema.Latest(), wrapMigrate("", err)
+}
+
+// Migrate brings the barrier table to the newest schema version, in a transaction
+// of its own; see Client.Migrate.
+func (b *Barrier) Migrate(ctx context.Context, db Beginner) error {
+	return wrapMigrate("barrier: ", b.schema.Migrate(ctx, db))
+}
+
+// MigrateTx applies the barrier's pending schema versions in tx; see
+// Client.MigrateTx.
+func (b *Barrier) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	return wrapMigrate("barrier: ", b.schema.MigrateTx(ctx, tx))
+}
+
+// MigrationSQL returns the barrier schema as plain SQL; see Client.MigrationSQL.
+func (b *Barrier) MigrationSQL() []string { return b.schema.SQL() }
+
+// SchemaVersion returns the barrier's recorded and newest schema versions; see
+// Client.SchemaVersion.
+func (b *Barrier) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+	applied, err = b.schema.Applied(ctx, db)
+	return applied, b.schema.Latest(), wrapMigrate("barrier: ", err)
+}
+
+func wrapMigrate(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("saga: %s%w", what, err)
 	}
 	return nil
-}
-
-// render replaces {{name}} with the quoted identifier for names[name].
-func render(file string, names map[string]string) (string, error) {
-	b, err := migrations.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("saga: migration %s: %w", file, err)
-	}
-	s := string(b)
-	for k, v := range names {
-		s = strings.ReplaceAll(s, "{{"+k+"}}", ident(v))
-	}
-	if strings.Contains(s, "{{") {
-		return "", fmt.Errorf("saga: migration %s: unreplaced placeholder", file)
-	}
-	return s, nil
 }

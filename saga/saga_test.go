@@ -241,9 +241,7 @@ func TestNotifyWakesRunner(t *testing.T) {
 func TestCustomTable(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if err := Migrate(ctx, e.db.Pool, &MigrateOpts{Table: "Order_sagas", BarrierTable: "-"}); err != nil {
-		t.Fatal(err)
-	}
+	migrateTable(t, e.db.Pool, "Order_sagas")
 	cfg := fastConfig()
 	cfg.Table = "Order_sagas"
 	c, def := e.client(t, cfg)

@@ -28,15 +28,15 @@ type orderSaga struct {
 // compensated, newest first. Another passes the pivot and its confirmation fails
 // twice: it is retried forward, never compensated.
 func runSaga(ctx context.Context, e *env) (string, bool) {
-	if err := saga.Migrate(ctx, e.pool, nil); err != nil {
-		return "migrate: " + err.Error(), false
-	}
 	if _, err := e.pool.Exec(ctx, `CREATE TABLE ledger (seq bigserial PRIMARY KEY, order_id text NOT NULL, entry text NOT NULL)`); err != nil {
 		return err.Error(), false
 	}
 	barrier, err := saga.NewBarrier(saga.DefaultBarrierTable)
 	if err != nil {
 		return err.Error(), false
+	}
+	if err := barrier.Migrate(ctx, e.pool); err != nil {
+		return "migrate: " + err.Error(), false
 	}
 	// Each participant applies its effect through the barrier, in its own
 	// transaction, keyed by the saga's idempotency key.
@@ -88,6 +88,9 @@ func runSaga(ctx context.Context, e *env) (string, bool) {
 		return err.Error(), false
 	}
 	defer client.Close()
+	if err := client.Migrate(ctx, e.pool); err != nil {
+		return "migrate: " + err.Error(), false
+	}
 	if err := client.Register(def); err != nil {
 		return err.Error(), false
 	}

@@ -21,6 +21,12 @@ var std = func() *Fence {
 // Migrate is Fence.Migrate with the default Config (table "coord_fences").
 func Migrate(ctx context.Context, db Beginner) error { return std.Migrate(ctx, db) }
 
+// MigrateTx is Fence.MigrateTx with the default Config (table "coord_fences").
+func MigrateTx(ctx context.Context, tx pgx.Tx) error { return std.MigrateTx(ctx, tx) }
+
+// MigrationSQL is Fence.MigrationSQL with the default Config (table "coord_fences").
+func MigrationSQL() []string { return std.MigrationSQL() }
+
 // GuardTx is Fence.GuardTx with the default Config (table "coord_fences"): it
 // records tok, locks the lease's fence row until tx ends, and returns a
 // *coord.StaleTokenError when a newer token was recorded. See Fence.GuardTx.

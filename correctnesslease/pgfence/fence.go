@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/attribute"
@@ -32,6 +33,7 @@ type Fence struct {
 	readSQL  string
 	rejected metric.Int64Counter
 	logger   *slog.Logger
+	schema   pgschema.Component
 }
 
 // New validates cfg (see Config for defaults) and returns a Fence. It does not touch
@@ -48,6 +50,10 @@ func New(cfg Config) (*Fence, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgfence: counter %s: %w", coord.MetricFenceRejected, err)
 	}
+	schema, err := component(cfg.Schema, cfg.Table)
+	if err != nil {
+		return nil, err
+	}
 	t := quoted(cfg.Schema, cfg.Table)
 	return &Fence{
 		table: t,
@@ -57,6 +63,7 @@ func New(cfg Config) (*Fence, error) {
 		readSQL:  "SELECT revision FROM " + t + " WHERE lease = $1",
 		rejected: rejected,
 		logger:   cfg.Logger,
+		schema:   schema,
 	}, nil
 }
 

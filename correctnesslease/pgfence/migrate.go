@@ -4,56 +4,58 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/internal/pgschema"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// MigrationSQL returns the schema of the fence table, with the configured name
-// quoted in, for teams that apply migrations with their own tool. Every statement
-// is idempotent (IF NOT EXISTS).
-func (f *Fence) MigrationSQL() string {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+// component is the fence table's versioned schema.
+func component(schema, table string) (pgschema.Component, error) {
+	ms, err := pgschema.Load(migrationFS, "migrations", map[string]string{"table": pgschema.Qualified(schema, table)})
 	if err != nil {
-		panic(err) // the pattern is a constant
+		return pgschema.Component{}, fmt.Errorf("pgfence: %w", err)
 	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, n := range names {
-		body, err := migrationFS.ReadFile(n)
-		if err != nil {
-			panic(err) // embedded at build time
-		}
-		b.WriteString(strings.ReplaceAll(string(body), "{{table}}", f.table))
-		b.WriteString("\n")
-	}
-	return b.String()
+	return pgschema.Component{Kind: "pgfence", Schema: schema, Name: table, Migrations: ms}, nil
 }
 
-// Migrate creates the fence table if it does not exist, in one transaction holding
-// a transaction-scoped advisory lock so concurrent Migrate calls do not race. It
-// blocks on that lock; ctx cancels it. It is safe to call on every start.
-func (f *Fence) Migrate(ctx context.Context, db Beginner) (err error) {
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("pgfence: migrate: begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if _, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "pgfence:"+f.table); err != nil {
-		return fmt.Errorf("pgfence: migrate: lock: %w", err)
-	}
-	if _, err = tx.Exec(ctx, f.MigrationSQL()); err != nil {
-		return fmt.Errorf("pgfence: migrate %s: %w", f.table, err)
-	}
-	if err = tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgfence: migrate: commit: %w", err)
+// Migrate brings the fence table to the newest schema version, in a transaction of
+// its own (see MigrateTx). Safe to call from every process on every start: it
+// blocks while another caller migrates the same schema, and ctx cancels it.
+func (f *Fence) Migrate(ctx context.Context, db Beginner) error {
+	if err := f.schema.Migrate(ctx, db); err != nil {
+		return fmt.Errorf("pgfence: %w", err)
 	}
 	return nil
+}
+
+// MigrateTx applies the pending schema versions in the caller's transaction tx
+// (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
+// takes a transaction-scoped advisory lock on the schema, held until tx ends, so
+// concurrent migrations run one after another. On error, roll tx back.
+func (f *Fence) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	if err := f.schema.MigrateTx(ctx, tx); err != nil {
+		return fmt.Errorf("pgfence: %w", err)
+	}
+	return nil
+}
+
+// MigrationSQL returns the schema as plain SQL for goose, golang-migrate or atlas:
+// one element per version, in order, each recording itself in coordkit_migrations
+// so that Migrate and SchemaVersion agree with the external tool. The configured
+// names are quoted in.
+func (f *Fence) MigrationSQL() []string { return f.schema.SQL() }
+
+// SchemaVersion returns the schema version recorded in the database (0 before the
+// first migration) and the newest version this code ships. applied < latest means
+// Migrate has work to do; applied > latest, that a newer release migrated it.
+func (f *Fence) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
+	applied, err = f.schema.Applied(ctx, db)
+	if err != nil {
+		return 0, 0, fmt.Errorf("pgfence: %w", err)
+	}
+	return applied, f.schema.Latest(), nil
 }

@@ -76,11 +76,11 @@ func TestHostileTableNameIsQuoted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tables) != 2 || tables[0] != hostile || tables[1] != "y" {
-		t.Fatalf("tables = %q, want the literal hostile name and y", tables)
+	if len(tables) != 3 || tables[0] != "coordkit_migrations" || tables[1] != hostile || tables[2] != "y" {
+		t.Fatalf("tables = %q, want coordkit_migrations, the literal hostile name and y", tables)
 	}
-	if !strings.Contains(f.MigrationSQL(), `"x""; DROP TABLE y; --"`) {
-		t.Fatalf("migration does not quote the name:\n%s", f.MigrationSQL())
+	if sql := strings.Join(f.MigrationSQL(), "\n"); !strings.Contains(sql, `"x""; DROP TABLE y; --"`) {
+		t.Fatalf("migration does not quote the name:\n%s", sql)
 	}
 	u, err := f.RowUpdater(pgfence.RowSpec{Table: hostile, Set: []string{`a"b`}, Key: []string{"id; --"}})
 	if err != nil {

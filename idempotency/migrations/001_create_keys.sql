@@ -1,6 +1,6 @@
--- Idempotency keys: one row per (scope, key). {{table}} and the index names are
--- substituted with identifiers quoted by pgx.Identifier.
-CREATE TABLE IF NOT EXISTS {{table}} (
+-- Idempotency keys: one row per (scope, key). Table and index names are the
+-- configured ones, validated and quoted.
+CREATE TABLE {{table}} (
     scope           text        NOT NULL,  -- tenant / principal the key belongs to
     idem_key        text        NOT NULL,  -- the client's Idempotency-Key
     fingerprint     bytea       NOT NULL,  -- SHA-256 of the canonical request
@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS {{table}} (
 -- enters no index but the primary key and a BRIN summary.
 -- The pruner finds expired keys through a BRIN index: created_at follows insertion
 -- order, and a BRIN index costs next to nothing per insert.
-CREATE INDEX IF NOT EXISTS {{created_idx}} ON {{table}} USING brin (created_at);
+CREATE INDEX {{created_idx}} ON {{table}} USING brin (created_at);
 -- The completer finds abandoned phased keys; one-shot keys (operation '') are not
 -- in this index at all.
-CREATE INDEX IF NOT EXISTS {{abandoned_idx}} ON {{table}} (locked_until) WHERE operation <> '';
+CREATE INDEX {{abandoned_idx}} ON {{table}} (locked_until) WHERE operation <> '';

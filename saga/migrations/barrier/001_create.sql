@@ -1,5 +1,5 @@
 -- participant-side barrier: one row per (saga id, step, op) that ran.
-CREATE TABLE IF NOT EXISTS {{barrier}} (
+CREATE TABLE {{barrier}} (
     saga_id    text        NOT NULL,
     step       text        NOT NULL,
     op         text        NOT NULL CHECK (op IN ('action', 'compensate')),

@@ -1,5 +1,5 @@
 -- saga instances: one row per saga, written after every step.
-CREATE TABLE IF NOT EXISTS {{sagas}} (
+CREATE TABLE {{sagas}} (
     id              text        PRIMARY KEY,
     saga_type       text        NOT NULL,
     state           text        NOT NULL CHECK (state IN ('running', 'compensating', 'completed', 'compensated', 'needs_human')),
@@ -25,5 +25,5 @@ CREATE TABLE IF NOT EXISTS {{sagas}} (
     -- The runtime refuses to compensate after the pivot; so does the table.
     CONSTRAINT {{no_compensation_after_pivot}} CHECK (state <> 'compensating' OR step < pivot_step)
 ) WITH (fillfactor = 70);  -- room for HOT updates: a step write changes no indexed column
-CREATE INDEX IF NOT EXISTS {{due_idx}} ON {{sagas}} (next_attempt_at) WHERE state IN ('running', 'compensating');
-CREATE INDEX IF NOT EXISTS {{state_idx}} ON {{sagas}} (saga_type, state, state_since);
+CREATE INDEX {{due_idx}} ON {{sagas}} (next_attempt_at) WHERE state IN ('running', 'compensating');
+CREATE INDEX {{state_idx}} ON {{sagas}} (saga_type, state, state_since);

@@ -1,6 +1,6 @@
 -- The outbox. Column names follow Debezium's outbox event router (id,
 -- aggregatetype, aggregateid, type, payload) so CDC can replace the polling relay.
-CREATE TABLE IF NOT EXISTS {{table}} (
+CREATE TABLE {{table}} (
     seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id              uuid        NOT NULL,
     aggregatetype   text        NOT NULL,
@@ -16,16 +16,16 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     published_at    timestamptz
 );
 -- Relays scan pending rows in seq order, then claim per key.
-CREATE INDEX IF NOT EXISTS {{idx_pending}} ON {{table}} (seq) WHERE published_at IS NULL;
-CREATE INDEX IF NOT EXISTS {{idx_key}} ON {{table}} (aggregateid, seq) WHERE published_at IS NULL;
+CREATE INDEX {{idx_pending}} ON {{table}} (seq) WHERE published_at IS NULL;
+CREATE INDEX {{idx_key}} ON {{table}} (aggregateid, seq) WHERE published_at IS NULL;
 -- Keys whose head is waiting for a retry (rare; small).
-CREATE INDEX IF NOT EXISTS {{idx_retry}} ON {{table}} (aggregateid) WHERE published_at IS NULL AND attempts > 0;
+CREATE INDEX {{idx_retry}} ON {{table}} (aggregateid) WHERE published_at IS NULL AND attempts > 0;
 -- Pruning of published rows.
-CREATE INDEX IF NOT EXISTS {{idx_published}} ON {{table}} (published_at) WHERE published_at IS NOT NULL;
+CREATE INDEX {{idx_published}} ON {{table}} (published_at) WHERE published_at IS NOT NULL;
 
 -- Parked (dead-lettered) events. While a key has a row here, no later event of
 -- that key is published.
-CREATE TABLE IF NOT EXISTS {{dead}} (
+CREATE TABLE {{dead}} (
     id              uuid        PRIMARY KEY,
     seq             bigint      NOT NULL,
     aggregatetype   text        NOT NULL,
@@ -39,4 +39,4 @@ CREATE TABLE IF NOT EXISTS {{dead}} (
     last_error      text,
     parked_at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE INDEX IF NOT EXISTS {{idx_dead_key}} ON {{dead}} (aggregateid);
+CREATE INDEX {{idx_dead_key}} ON {{dead}} (aggregateid);

@@ -1,0 +1,190 @@
+package pgschema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// VersionTable is the table, in the component's schema, that records every applied
+// migration version: (component, name, version, description, applied_at).
+const VersionTable = "coordkit_migrations"
+
+// Migration is one version of a component's schema.
+type Migration struct {
+	Version     int    // 1, 2, ...: contiguous
+	Description string // from the file name: "create_fences"
+	SQL         string // one or more statements, identifiers already quoted in
+}
+
+// Component is one owner of tables in one schema: the outbox "coord_outbox", the
+// fence table "coord_fences" in schema "billing".
+type Component struct {
+	Kind       string // what owns the tables: "outbox", "inbox", "pgfence", ...
+	Schema     string // the schema holding the tables and VersionTable; "": the search_path's
+	Name       string // the instance: its main table's unqualified name
+	Migrations []Migration
+}
+
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Querier runs a query: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Latest is the newest version the component ships.
+func (c Component) Latest() int { return len(c.Migrations) }
+
+// Migrate applies the pending migrations in one transaction of its own: begin,
+// MigrateTx, commit. It blocks while another caller migrates the same schema; ctx
+// cancels the wait and every statement.
+func (c Component) Migrate(ctx context.Context, db Beginner) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: begin: %w", c, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := c.MigrateTx(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("migrate %s: commit: %w", c, err)
+	}
+	return nil
+}
+
+// MigrateTx applies, in tx, every migration newer than the version recorded for the
+// component, and records each one. It first takes a transaction-scoped advisory
+// lock keyed by the schema, held until tx ends, so concurrent callers run one after
+// the other and each later one finds the work done. tx must be READ COMMITTED (a
+// snapshot taken before the lock could not see what the previous holder committed);
+// another isolation level is refused before anything is changed. A schema already
+// at a newer version than this code knows is left as it is (nil error). On error,
+// roll tx back.
+func (c Component) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	var iso string
+	if err := tx.QueryRow(ctx, "SELECT current_setting('transaction_isolation')").Scan(&iso); err != nil {
+		return fmt.Errorf("migrate %s: %w", c, err)
+	}
+	if iso != "read committed" {
+		return fmt.Errorf("migrate %s: the transaction is %s; migrations need read committed, so that the advisory lock serialises them", c, iso)
+	}
+	if _, err := tx.Exec(ctx, lockSQL, c.Schema); err != nil {
+		return fmt.Errorf("migrate %s: lock: %w", c, err)
+	}
+	if _, err := tx.Exec(ctx, c.versionTableDDL()); err != nil {
+		return fmt.Errorf("migrate %s: version table: %w", c, err)
+	}
+	var applied int
+	if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+c.versionTable()+
+		" WHERE component = $1 AND name = $2", c.Kind, c.Name).Scan(&applied); err != nil {
+		return fmt.Errorf("migrate %s: read version: %w", c, err)
+	}
+	for _, m := range c.Migrations[min(applied, len(c.Migrations)):] {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate %s to version %d (%s): %w", c, m.Version, m.Description, c.explain(m, err))
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO "+c.versionTable()+" (component, name, version, description) VALUES ($1, $2, $3, $4)",
+			c.Kind, c.Name, m.Version, m.Description); err != nil {
+			return fmt.Errorf("migrate %s: record version %d: %w", c, m.Version, err)
+		}
+	}
+	return nil
+}
+
+// lockSQL takes the migration lock of one schema ($1, or the search_path's when
+// NULL or empty). Keyed by schema: tables of two schemas never collide in the
+// catalogue, so their migrations need not wait for each other.
+const lockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('coordkit.migrate:' || coalesce(nullif($1::text, ''), current_schema(), ''), 0))`
+
+// Applied returns the highest version recorded for the component, 0 when none is
+// (or when VersionTable does not exist). It does not lock.
+func (c Component) Applied(ctx context.Context, db Querier) (int, error) {
+	var exists bool
+	if err := db.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", c.versionTable()).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("schema version of %s: %w", c, err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	if err := db.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+c.versionTable()+
+		" WHERE component = $1 AND name = $2", c.Kind, c.Name).Scan(&v); err != nil {
+		return 0, fmt.Errorf("schema version of %s: %w", c, err)
+	}
+	return v, nil
+}
+
+// SQL returns the migrations as plain SQL, one element per version in order, each
+// ending with the statement that records it in VersionTable (the first also
+// creates VersionTable), so a schema migrated by another tool reports the same
+// version and a later Migrate applies only what is missing. Apply each element
+// once, in order, in one transaction.
+func (c Component) SQL() []string {
+	out := make([]string, 0, len(c.Migrations))
+	for i, m := range c.Migrations {
+		var b strings.Builder
+		if i == 0 {
+			b.WriteString(c.versionTableDDL())
+			b.WriteString(";\n")
+		}
+		b.WriteString(strings.TrimSpace(m.SQL))
+		fmt.Fprintf(&b, "\nINSERT INTO %s (component, name, version, description) VALUES (%s, %s, %d, %s);\n",
+			c.versionTable(), literal(c.Kind), literal(c.Name), m.Version, literal(m.Description))
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// String names the component for messages: outbox "coord_outbox" in schema "app".
+func (c Component) String() string {
+	s := fmt.Sprintf("%s %q", c.Kind, c.Name)
+	if c.Schema != "" {
+		s += fmt.Sprintf(" in schema %q", c.Schema)
+	}
+	return s
+}
+
+func (c Component) versionTable() string { return Qualified(c.Schema, VersionTable) }
+
+func (c Component) versionTableDDL() string {
+	return `CREATE TABLE IF NOT EXISTS ` + c.versionTable() + ` (
+    component   text        NOT NULL,
+    name        text        NOT NULL,
+    version     integer     NOT NULL CHECK (version > 0),
+    description text        NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (component, name, version)
+)`
+}
+
+// explain adds what an "already exists" error means here: the name belongs to
+// something this component's recorded migrations did not create.
+func (c Component) explain(m Migration, err error) error {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != "42P07" { // duplicate_table
+		return err
+	}
+	hint := "the relation was not created by this component's recorded migrations: another component or the " +
+		"application uses the name, so configure another one"
+	if m.Version == 1 {
+		hint += fmt.Sprintf("; or it is this component's, created before coordkit recorded schema versions: then "+
+			"record it once with INSERT INTO %s (component, name, version, description) VALUES (%s, %s, 1, %s)",
+			c.versionTable(), literal(c.Kind), literal(c.Name), literal(m.Description))
+	}
+	return fmt.Errorf("%w (%s)", err, hint)
+}
+
+// literal quotes s as an SQL string constant. The E” form reads the same whatever
+// standard_conforming_strings says.
+func literal(s string) string {
+	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+}

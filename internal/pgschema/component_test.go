@@ -1,0 +1,209 @@
+package pgschema_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// throwaway is a test-only component whose second version is not idempotent: an
+// ALTER TABLE ADD COLUMN fails when it runs twice, and each version logs itself.
+var throwaway = fstest.MapFS{
+	"m/001_create.sql": {Data: []byte(`CREATE TABLE {{table}} (id int PRIMARY KEY);
+CREATE TABLE {{log}} (version int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
+INSERT INTO {{log}} (version) VALUES (1);`)},
+	"m/002_add_note.sql": {Data: []byte(`ALTER TABLE {{table}} ADD COLUMN note text NOT NULL DEFAULT '';
+INSERT INTO {{log}} (version) VALUES (2);`)},
+}
+
+// testComponent loads the throwaway component with its first n versions.
+func testComponent(t *testing.T, schema string, n int) pgschema.Component {
+	t.Helper()
+	ms, err := pgschema.Load(throwaway, "m", map[string]string{
+		"table": pgschema.Qualified(schema, "things"),
+		"log":   pgschema.Qualified(schema, "things_log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgschema.Component{Kind: "testonly", Schema: schema, Name: "things", Migrations: ms[:n]}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// migrateAll runs c.Migrate from n connections released at once and returns the
+// errors that came back.
+func migrateAll(ctx context.Context, t *testing.T, url string, c pgschema.Component, n int) []error {
+	t.Helper()
+	conns := make([]*pgx.Conn, n)
+	for i := range conns {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		conns[i] = conn
+	}
+	start := make(chan struct{})
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, conn := range conns {
+		wg.Go(func() {
+			<-start
+			if err := c.Migrate(ctx, conn); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// TestSecondVersionAppliedOnceUnderConcurrency: a schema at version 1 is upgraded
+// to version 2 by 8 processes at once, 20 times over; every call succeeds and each
+// version ran exactly once (its log row, its version row).
+func TestSecondVersionAppliedOnceUnderConcurrency(t *testing.T) {
+	const callers, trials = 8, 20
+	for trial := range trials {
+		t.Run("", func(t *testing.T) { upgradeOnce(t, trial, callers) })
+	}
+}
+
+func upgradeOnce(t *testing.T, trial, callers int) {
+	db := coordtest.Postgres(t)
+	ctx := testCtx(t)
+	// Half the trials start from an empty schema, half from version 1.
+	if trial%2 == 1 {
+		if errs := migrateAll(ctx, t, db.URL, testComponent(t, "", 1), callers); len(errs) > 0 {
+			t.Fatalf("trial %d: %d of %d concurrent v1 migrations failed: %v", trial, len(errs), callers, errs[0])
+		}
+	}
+	c := testComponent(t, db.Schema, 2)
+	if errs := migrateAll(ctx, t, db.URL, c, callers); len(errs) > 0 {
+		t.Fatalf("trial %d: %d of %d concurrent v2 migrations failed: %v", trial, len(errs), callers, errs[0])
+	}
+	rows, _ := db.Pool.Query(ctx, "SELECT version FROM things_log ORDER BY at")
+	runs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0] != 1 || runs[1] != 2 {
+		t.Fatalf("trial %d: migration runs = %v, want [1 2] (each version exactly once)", trial, runs)
+	}
+	var recorded int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM coordkit_migrations WHERE component = 'testonly' AND name = 'things'").Scan(&recorded); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Applied(ctx, db.Pool); err != nil || v != 2 || recorded != 2 {
+		t.Fatalf("trial %d: Applied = %d, %v with %d version rows; want 2, nil, 2", trial, v, err, recorded)
+	}
+}
+
+// TestOlderCodeLeavesNewerSchema: a process that knows only version 1 starting
+// against a schema at version 2 (a rolling deploy) changes nothing and succeeds.
+func TestOlderCodeLeavesNewerSchema(t *testing.T) {
+	db := coordtest.Postgres(t)
+	ctx := testCtx(t)
+	if err := testComponent(t, "", 2).Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	old := testComponent(t, "", 1)
+	if err := old.Migrate(ctx, db.Pool); err != nil {
+		t.Fatalf("v1 code on a v2 schema: %v", err)
+	}
+	if v, err := old.Applied(ctx, db.Pool); err != nil || v != 2 {
+		t.Fatalf("Applied = %d, %v; want 2", v, err)
+	}
+}
+
+// TestSQLMatchesMigrate: applying SQL() by hand (as goose, golang-migrate or atlas
+// would) records the same versions, so a later Migrate has nothing to do.
+func TestSQLMatchesMigrate(t *testing.T) {
+	db := coordtest.Postgres(t)
+	ctx := testCtx(t)
+	c := testComponent(t, db.Schema, 2)
+	if v, err := c.Applied(ctx, db.Pool); err != nil || v != 0 {
+		t.Fatalf("Applied before any migration = %d, %v; want 0 (no version table yet)", v, err)
+	}
+	for i, s := range c.SQL() {
+		if _, err := db.Pool.Exec(ctx, s); err != nil {
+			t.Fatalf("SQL()[%d]: %v\n%s", i, err, s)
+		}
+	}
+	if err := c.Migrate(ctx, db.Pool); err != nil {
+		t.Fatalf("Migrate after SQL(): %v", err)
+	}
+	var runs int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM things_log").Scan(&runs); err != nil || runs != 2 {
+		t.Fatalf("migration runs = %d, %v; want 2", runs, err)
+	}
+}
+
+// TestMigrateTxNeedsReadCommitted: under REPEATABLE READ the snapshot could predate
+// the previous lock holder's commit, so MigrateTx refuses before changing anything.
+func TestMigrateTxNeedsReadCommitted(t *testing.T) {
+	db := coordtest.Postgres(t)
+	ctx := testCtx(t)
+	tx, err := db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	err = testComponent(t, "", 1).MigrateTx(ctx, tx)
+	if err == nil || !strings.Contains(err.Error(), "read committed") {
+		t.Fatalf("MigrateTx under repeatable read = %v, want a refusal naming read committed", err)
+	}
+}
+
+// TestMigrateRefusesForeignTable: a table of the same name that this component did
+// not create (another component's, the application's) is an error, never adopted.
+func TestMigrateRefusesForeignTable(t *testing.T) {
+	db := coordtest.Postgres(t)
+	ctx := testCtx(t)
+	if _, err := db.Pool.Exec(ctx, "CREATE TABLE things (x text)"); err != nil {
+		t.Fatal(err)
+	}
+	err := testComponent(t, "", 1).Migrate(ctx, db.Pool)
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != "42P07" || !strings.Contains(err.Error(), "not created by this component") {
+		t.Fatalf("Migrate over a foreign table = %v, want duplicate_table explained", err)
+	}
+}
+
+func TestLoadRejectsMalformedSets(t *testing.T) {
+	ok := []byte("CREATE TABLE {{table}} (id int);")
+	for name, tc := range map[string]struct {
+		fs   fstest.MapFS
+		vars map[string]string
+	}{
+		"gap":           {fstest.MapFS{"m/001_a.sql": {Data: ok}, "m/003_c.sql": {Data: ok}}, map[string]string{"table": "t"}},
+		"stray file":    {fstest.MapFS{"m/001_a.sql": {Data: ok}, "m/notes.txt": {Data: ok}}, map[string]string{"table": "t"}},
+		"missing value": {fstest.MapFS{"m/001_a.sql": {Data: ok}}, nil},
+		"unused value":  {fstest.MapFS{"m/001_a.sql": {Data: ok}}, map[string]string{"table": "t", "other": "o"}},
+		"empty":         {fstest.MapFS{"m/.keep": {}}, nil},
+	} {
+		if _, err := pgschema.Load(tc.fs, "m", tc.vars); err == nil {
+			t.Errorf("%s: Load accepted it", name)
+		}
+	}
+}

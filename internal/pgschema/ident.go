@@ -1,0 +1,83 @@
+package pgschema
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/jackc/pgx/v5"
+)
+
+// MaxIdentLen is PostgreSQL's identifier limit (NAMEDATALEN-1). The server silently
+// truncates a longer name, so two long names could become one; they are refused.
+const MaxIdentLen = 63
+
+// CheckIdent is the identifier rule of every table, schema, index, constraint and
+// channel name coordkit creates: 1 to 63 bytes of valid UTF-8 without control
+// characters (NUL included) and without '.', which would read as a schema
+// separator (set the Schema field instead). Anything else is fine: names are always
+// quoted. field is the Config field the user set, named in the *coord.NameError.
+//
+// derived lists the names made from name by appending a suffix (an index, a
+// constraint, a dead-letter table, a channel): each must fit the limit too, and
+// the error for one that does not still names field — the setting to shorten —
+// with the derived name and what it is for.
+func CheckIdent(field, name string, derived ...Derived) error {
+	bad := func(reason string) error {
+		return &coord.NameError{Field: field, Value: clip(name), Reason: reason}
+	}
+	switch {
+	case name == "":
+		return bad("empty")
+	case !utf8.ValidString(name):
+		return bad("not valid UTF-8")
+	case len(name) > MaxIdentLen:
+		return bad(fmt.Sprintf("%d bytes, over PostgreSQL's %d", len(name), MaxIdentLen))
+	case strings.Contains(name, "."):
+		return bad("contains '.': name the schema in the Schema field, not in the table name")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return bad(fmt.Sprintf("control character %U", r))
+		}
+	}
+	for _, d := range derived {
+		if n := len(name) + len(d.Suffix); n > MaxIdentLen {
+			return bad(fmt.Sprintf("the derived %s name %q is %d bytes, over PostgreSQL's %d: shorten %s to at most %d bytes",
+				d.What, clip(name+d.Suffix), n, MaxIdentLen, field, MaxIdentLen-len(d.Suffix)))
+		}
+	}
+	return nil
+}
+
+// Derived is a name made from a configured one by appending Suffix.
+type Derived struct {
+	Suffix string // "_parked", "_key", "_ready"
+	What   string // "dead-letter table", "index", "NOTIFY channel"
+}
+
+// Qualified returns name quoted, and schema-qualified when schema is not empty.
+func Qualified(schema, name string) string {
+	if schema == "" {
+		return pgx.Identifier{name}.Sanitize()
+	}
+	return pgx.Identifier{schema, name}.Sanitize()
+}
+
+// Quoted returns name quoted as one identifier.
+func Quoted(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// clip shortens a value for an error message to at most 64 bytes, cut at a rune
+// boundary.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,116 @@
+package outbox
+
+import (
+	"context"
+	"embed"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/internal/pgschema"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// outboxComponent is the versioned schema of the outbox table t and its
+// dead-letter table d.
+func outboxComponent(t, d pgx.Identifier) (pgschema.Component, error) {
+	base, dbase := t[len(t)-1], d[len(d)-1]
+	ms, err := pgschema.Load(migrations, "migrations/outbox", map[string]string{
+		"table":         t.Sanitize(),
+		"dead":          d.Sanitize(),
+		"idx_pending":   pgschema.Quoted(base + "_pending"),
+		"idx_key":       pgschema.Quoted(base + "_key"),
+		"idx_retry":     pgschema.Quoted(base + "_retry"),
+		"idx_published": pgschema.Quoted(base + "_published"),
+		"idx_dead_key":  pgschema.Quoted(dbase + "_key"),
+	})
+	if err != nil {
+		return pgschema.Component{}, fmt.Errorf("outbox: %w", err)
+	}
+	return pgschema.Component{Kind: "outbox", Schema: schemaOf(t), Name: base, Migrations: ms}, nil
+}
+
+// inboxComponent is the versioned schema of the inbox table t.
+func inboxComponent(t pgx.Identifier) (pgschema.Component, error) {
+	base := t[len(t)-1]
+	ms, err := pgschema.Load(migrations, "migrations/inbox", map[string]string{
+		"table":         t.Sanitize(),
+		"idx_processed": pgschema.Quoted(base + "_processed"),
+	})
+	if err != nil {
+		return pgschema.Component{}, fmt.Errorf("outbox: inbox: %w", err)
+	}
+	return pgschema.Component{Kind: "inbox", Schema: schemaOf(t), Name: base, Migrations: ms}, nil
+}
+
+func schemaOf(t pgx.Identifier) string {
+	if len(t) == 2 {
+		return t[0]
+	}
+	return ""
+}
+
+// Migrate brings the outbox and dead-letter tables and their indexes to the newest
+// schema version, in a transaction of its own (see MigrateTx). Safe to call from
+// every process on every start: it blocks while another caller migrates the same
+// schema; ctx cancels it.
+func (o *Outbox) Migrate(ctx context.Context, db Beginner) error {
+	return wrapMigrate("", o.schema.Migrate(ctx, db))
+}
+
+// MigrateTx applies the pending schema versions in the caller's transaction tx
+// (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
+// takes a transaction-scoped advisory lock on the schema, held until tx ends, so
+// concurrent migrations run one after another. On error, roll tx back.
+func (o *Outbox) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	return wrapMigrate("", o.schema.MigrateTx(ctx, tx))
+}
+
+// MigrationSQL returns the schema as plain SQL for goose, golang-migrate or atlas:
+// one element per version, in order, each recording itself in coordkit_migrations
+// so that Migrate and SchemaVersion agree with the external tool.
+func (o *Outbox) MigrationSQL() []string { return o.schema.SQL() }
+
+// SchemaVersion returns the schema version recorded in the database (0 before the
+// first migration) and the newest version this code ships. applied < latest means
+// Migrate has work to do; applied > latest, that a newer release migrated it.
+func (o *Outbox) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+	applied, err = o.schema.Applied(ctx, db)
+	return applied, o.schema.Latest(), wrapMigrate("", err)
+}
+
+// Migrate brings the inbox table to the newest schema version, in a transaction of
+// its own; see Outbox.Migrate.
+func (in *Inbox) Migrate(ctx context.Context, db Beginner) error {
+	return wrapMigrate("inbox: ", in.schema.Migrate(ctx, db))
+}
+
+// MigrateTx applies the inbox's pending schema versions in tx; see
+// Outbox.MigrateTx.
+func (in *Inbox) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	return wrapMigrate("inbox: ", in.schema.MigrateTx(ctx, tx))
+}
+
+// MigrationSQL returns the inbox schema as plain SQL; see Outbox.MigrationSQL.
+func (in *Inbox) MigrationSQL() []string { return in.schema.SQL() }
+
+// SchemaVersion returns the inbox's recorded and newest schema versions; see
+// Outbox.SchemaVersion.
+func (in *Inbox) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+	applied, err = in.schema.Applied(ctx, db)
+	return applied, in.schema.Latest(), wrapMigrate("inbox: ", err)
+}
+
+func wrapMigrate(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("outbox: %s%w", what, err)
+	}
+	return nil
+}
