@@ -6,12 +6,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 )
 
 // MaxIdentLen is PostgreSQL's identifier limit (NAMEDATALEN-1). The server silently
 // truncates a longer name, so two long names could become one; they are refused.
 const MaxIdentLen = 63
+
+// maxQuoted bounds a name quoted in an error message.
+const maxQuoted = 64
 
 // CheckIdent is the identifier rule of every table, schema, index, constraint and
 // channel name coordkit creates: 1 to 63 bytes of valid UTF-8 without control
@@ -25,7 +29,7 @@ const MaxIdentLen = 63
 // with the derived name and what it is for.
 func CheckIdent(field, name string, derived ...Derived) error {
 	bad := func(reason string) error {
-		return &coord.NameError{Field: field, Value: clip(name), Reason: reason}
+		return &coord.NameError{Field: field, Value: pgtext.Clean(name, maxQuoted), Reason: reason}
 	}
 	switch {
 	case name == "":
@@ -45,7 +49,7 @@ func CheckIdent(field, name string, derived ...Derived) error {
 	for _, d := range derived {
 		if n := len(name) + len(d.Suffix); n > MaxIdentLen {
 			return bad(fmt.Sprintf("the derived %s name %q is %d bytes, over PostgreSQL's %d: shorten %s to at most %d bytes",
-				d.What, clip(name+d.Suffix), n, MaxIdentLen, field, MaxIdentLen-len(d.Suffix)))
+				d.What, pgtext.Clean(name+d.Suffix, maxQuoted), n, MaxIdentLen, field, MaxIdentLen-len(d.Suffix)))
 		}
 	}
 	return nil
@@ -67,17 +71,3 @@ func Qualified(schema, name string) string {
 
 // Quoted returns name quoted as one identifier.
 func Quoted(name string) string { return pgx.Identifier{name}.Sanitize() }
-
-// clip shortens a value for an error message to at most 64 bytes, cut at a rune
-// boundary.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
