@@ -180,7 +180,7 @@ func (c *Cache[T]) initialList(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return err
 		}
-		if werr := c.sleep(ctx, attempt); werr != nil {
+		if werr := c.cfg.Backoff.Wait(ctx, c.clock, attempt); werr != nil {
 			return err
 		}
 	}
@@ -329,19 +329,6 @@ func (c *Cache[T]) setStateErr(err error) {
 	c.mu.Lock()
 	c.stateErr = err
 	c.mu.Unlock()
-}
-
-// sleep waits the backoff delay for attempt on the configured clock.
-func (c *Cache[T]) sleep(ctx context.Context, attempt int) error {
-	d := c.cfg.Backoff.Delay(attempt)
-	t := c.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C():
-		return nil
-	}
 }
 
 // coarseTick is the resolution of Staleness with the system clock.

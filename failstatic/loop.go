@@ -43,7 +43,7 @@ func (c *Cache[T]) run(ctx context.Context) {
 			}
 			c.setErr(err)
 			c.log.Warn("etcd not reachable; serving last good snapshot", "attempt", attempt, "err", err)
-			_ = c.sleep(ctx, attempt)
+			_ = c.cfg.Backoff.Wait(ctx, c.clock, attempt)
 			attempt++
 			continue
 		}
@@ -64,7 +64,7 @@ func (c *Cache[T]) run(ctx context.Context) {
 		}
 		c.setErr(werr)
 		c.log.Info("watch ended; resuming", "revision", c.rev, "relist", compacted, "attempt", attempt, "err", werr)
-		_ = c.sleep(ctx, attempt)
+		_ = c.cfg.Backoff.Wait(ctx, c.clock, attempt)
 		attempt++
 	}
 }

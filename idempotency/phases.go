@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -161,7 +162,7 @@ func (s *Store) claimPhased(ctx context.Context, key Key, fp Fingerprint, op *Op
 	_, err4 = br.Exec()
 	err5 = r.scan(br.QueryRow())
 	if err := errors.Join(err1, err2, err3, err4, err5, br.Close()); err != nil {
-		if pgCode(err) == codeLockNotAvailable {
+		if pgerr.Code(err) == pgerr.LockNotAvailable {
 			return nil, Result{}, s.inFlight(ctx, key, wait, 0)
 		}
 		return nil, Result{}, fmt.Errorf("idempotency: claim %s: %w", key, err)

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,13 +21,6 @@ import (
 const (
 	statusInProgress = 1
 	statusCompleted  = 2
-)
-
-// Postgres error codes this package maps.
-const (
-	codeLockNotAvailable = "55P03" // lock_timeout expired
-	codeUniqueViolation  = "23505"
-	codeInvalidStatement = "26000" // prepared statement does not exist
 )
 
 // Store keeps idempotency keys in one Postgres table. It is safe for concurrent use.
@@ -133,11 +128,11 @@ func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	wait := s.waitTimeout(opts)
 	tx, err := s.beginClaim(ctx, c.Conn(), key, fp, wait)
 	if err != nil {
-		rollbackConn(c.Conn())
-		switch pgCode(err) {
-		case codeLockNotAvailable:
+		pgtx.RollbackConn(ctx, c.Conn())
+		switch pgerr.Code(err) {
+		case pgerr.LockNotAvailable:
 			return Result{}, s.inFlight(ctx, key, wait, 0)
-		case codeUniqueViolation: // a duplicate committed between our lookup and our insert
+		case pgerr.UniqueViolation: // a duplicate committed between our lookup and our insert
 			// On this connection: taking a second one from the pool could deadlock it.
 			r, ok, lerr := s.lookup(ctx, c.Conn(), key)
 			if lerr != nil {
@@ -152,12 +147,12 @@ func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	}
 	resp, err := runFn(ctx, tx, fn)
 	if err != nil {
-		rollbackConn(c.Conn())
+		pgtx.RollbackConn(ctx, c.Conn())
 		return Result{}, err
 	}
 	hdr, err := s.checkSize(&resp)
 	if err != nil {
-		rollbackConn(c.Conn())
+		pgtx.RollbackConn(ctx, c.Conn())
 		return Result{}, err
 	}
 	b := &pgx.Batch{}
@@ -170,7 +165,7 @@ func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	if err := errors.Join(uerr, cerr, berr); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) || c.Conn().PgConn().TxStatus() == 'E' {
-			rollbackConn(c.Conn())
+			pgtx.RollbackConn(ctx, c.Conn())
 			return Result{}, fmt.Errorf("idempotency: store response for %s: %w", key, err)
 		}
 		// The connection failed with COMMIT possibly delivered: the outcome is unknown.
@@ -190,10 +185,10 @@ func (s *Store) beginClaim(ctx context.Context, c *pgx.Conn, key Key, fp Fingerp
 			return nil, err
 		}
 		tx, err := c.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.q.beginClaim(s.claimName, key, fp, wait, s.cfg.LockTimeout)})
-		if err == nil || attempt > 0 || pgCode(err) != codeInvalidStatement {
+		if err == nil || attempt > 0 || pgerr.Code(err) != pgerr.InvalidStatementName {
 			return tx, err
 		}
-		rollbackConn(c)
+		pgtx.RollbackConn(ctx, c)
 		_ = c.Deallocate(ctx, s.claimName)
 	}
 }
@@ -230,7 +225,7 @@ func (s *Store) doTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn
 	err4 := r.scan(br.QueryRow())
 	err5 := br.Close()
 	if err := errors.Join(err2, err3); err != nil {
-		if pgCode(err) == codeLockNotAvailable {
+		if pgerr.Code(err) == pgerr.LockNotAvailable {
 			return Result{}, s.inFlight(ctx, key, wait, 0)
 		}
 		return Result{}, fmt.Errorf("idempotency: claim %s: %w", key, err)
@@ -277,25 +272,6 @@ func runFn(ctx context.Context, tx pgx.Tx, fn Func) (resp Response, err error) {
 		return Response{}, fmt.Errorf("idempotency: effect: %w", err)
 	}
 	return resp, nil
-}
-
-// rollbackConn ends whatever transaction c is in; a broken connection is left for
-// the pool to destroy.
-func rollbackConn(c *pgx.Conn) {
-	if c.IsClosed() || c.PgConn().TxStatus() == 'I' {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = c.Exec(ctx, "rollback")
-}
-
-func pgCode(err error) string {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code
-	}
-	return ""
 }
 
 // keyRow is a stored key as lookup reads it.

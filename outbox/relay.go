@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,9 +11,10 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgtext"
+	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -175,13 +177,7 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	}
 	defer pc.Release()
 	conn := pc.Conn()
-	defer func() {
-		if conn.PgConn().TxStatus() != 'I' && !conn.IsClosed() {
-			rctx, rc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_, _ = conn.Exec(rctx, "ROLLBACK")
-			rc()
-		}
-	}()
+	defer pgtx.RollbackConn(ctx, conn)
 	msgs, err := r.claim(ctx, conn)
 	if err != nil || len(msgs) == 0 {
 		return 0, err
@@ -424,7 +420,7 @@ func (r *Relay) recordFallback(ctx context.Context, conn *pgx.Conn, failures []f
 	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT record_failures"); err != nil {
 		return err
 	}
-	text := "outbox: the publisher's error could not be recorded (SQLSTATE " + sqlState(cause) + "); see the relay's log"
+	text := "outbox: the publisher's error could not be recorded (SQLSTATE " + cmp.Or(pgerr.Code(cause), "unknown") + "); see the relay's log"
 	b := &pgx.Batch{}
 	for _, f := range failures {
 		b.Queue(r.o.sql.fail, f.seq, f.delay.Milliseconds(), text)
@@ -441,12 +437,4 @@ func (r *Relay) recordFallback(ctx context.Context, conn *pgx.Conn, failures []f
 	}
 	_, err = conn.Exec(ctx, "COMMIT")
 	return err
-}
-
-// sqlState returns err's SQLSTATE, or "unknown".
-func sqlState(err error) string {
-	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
-		return pe.Code
-	}
-	return "unknown"
 }

@@ -2,12 +2,11 @@ package pgschema
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // VersionTable is the table, in the component's schema, that records every applied
@@ -169,8 +168,7 @@ func (c Component) versionTableDDL() string {
 // explain adds what an "already exists" error means here: the name belongs to
 // something this component's recorded migrations did not create.
 func (c Component) explain(m Migration, err error) error {
-	var pg *pgconn.PgError
-	if !errors.As(err, &pg) || pg.Code != "42P07" { // duplicate_table
+	if pgerr.Code(err) != pgerr.DuplicateTable {
 		return err
 	}
 	hint := "the relation was not created by this component's recorded migrations: another component or the " +

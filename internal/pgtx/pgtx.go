@@ -1,0 +1,28 @@
+// Package pgtx holds the transaction chores that packages driving a *pgx.Conn by
+// hand (BEGIN in a batch, COMMIT in a batch) share.
+package pgtx
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RollbackTimeout bounds the ROLLBACK that RollbackConn sends.
+const RollbackTimeout = 5 * time.Second
+
+// RollbackConn ends whatever transaction c is still in (open or aborted), so the
+// connection can go back to its pool and release its locks now. It runs even when
+// ctx is already done (keeping ctx's values), for at most RollbackTimeout. A closed
+// or idle connection is left alone; if the ROLLBACK fails, the connection is still
+// in a transaction and pgxpool destroys it on Release, which ends the transaction
+// on the server.
+func RollbackConn(ctx context.Context, c *pgx.Conn) {
+	if c.IsClosed() || c.PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RollbackTimeout)
+	defer cancel()
+	_, _ = c.Exec(ctx, "ROLLBACK")
+}
