@@ -212,7 +212,7 @@ func BenchmarkIdempotencyReplay(b *testing.B) {
 		w.Write(body)
 	}))
 	defer plainSrv.Close()
-	mw, err := httpidem.Middleware(e.store, httpidem.Options{Scope: func(*http.Request) (string, error) { return "tenant-1", nil }})
+	mw, err := httpidem.Middleware(e.store, httpidem.Config{Scope: func(*http.Request) (string, error) { return "tenant-1", nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,12 +11,38 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
+// Defaults of CompleterConfig.
+const (
+	DefaultCompleterInterval = 10 * time.Second
+	DefaultCompleterBatch    = 16
+)
+
 // CompleterConfig configures a Completer; the zero value is valid.
 type CompleterConfig struct {
-	// Interval between scans for abandoned keys. Default 10s.
+	// Interval between scans for abandoned keys. Default DefaultCompleterInterval (10s).
 	Interval time.Duration
-	// Batch is the most keys claimed per scan. Default 16.
+	// Batch is the most keys claimed per scan. Default DefaultCompleterBatch (16).
 	Batch int
+}
+
+func (c CompleterConfig) withDefaults() CompleterConfig {
+	if c.Interval == 0 {
+		c.Interval = DefaultCompleterInterval
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultCompleterBatch
+	}
+	return c
+}
+
+func (c CompleterConfig) validate() error {
+	switch {
+	case c.Interval < 0:
+		return &ConfigError{Field: "Interval", Reason: "negative"}
+	case c.Batch < 0:
+		return &ConfigError{Field: "Batch", Reason: "negative"}
+	}
+	return nil
 }
 
 // Completer re-drives phased requests whose client went away: keys in progress
@@ -31,14 +57,13 @@ type Completer struct {
 }
 
 // NewCompleter returns a Completer for the given operations (the ones whose keys it
-// may resume). It returns an error matching ErrInvalidOperation for a malformed or
-// duplicated operation.
+// may resume). It returns a *ConfigError for a negative field and an error matching
+// ErrInvalidOperation for a malformed or duplicated operation. It does not block;
+// Run starts it.
 func (s *Store) NewCompleter(cfg CompleterConfig, ops ...*Operation) (*Completer, error) {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 10 * time.Second
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 16
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	m := make(map[string]*Operation, len(ops))
 	for _, op := range ops {

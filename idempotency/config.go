@@ -1,45 +1,63 @@
 package idempotency
 
 import (
-	"fmt"
 	"log/slog"
-	"regexp"
-	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/pgtext"
-	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/internal/pgschema"
 )
 
 // MinRetention is the shortest retention Config accepts: RFC-COORD-001 keeps keys at
 // least 24 hours, so a client retrying after a day-long outage is still deduplicated.
 const MinRetention = 24 * time.Hour
 
+// Defaults of Config.
+const (
+	DefaultTable            = "coord_idempotency_keys"
+	DefaultRetention        = MinRetention
+	DefaultWaitTimeout      = 2 * time.Second
+	DefaultLockTimeout      = 30 * time.Second
+	DefaultMaxResponseBytes = 1 << 20
+	DefaultMaxRequestBytes  = 1 << 20
+)
+
+// Bounds of Config.
+const (
+	minWaitTimeout = time.Millisecond
+	minLockTimeout = 100 * time.Millisecond
+)
+
 // Config configures a Store. The zero value is valid: every field states its default.
 type Config struct {
-	// Table is the key table, "name" or "schema.name"; each part matches
-	// [A-Za-z_][A-Za-z0-9_]{0,47} and is always quoted with pgx.Identifier.
-	// Default "coord_idempotency_keys".
+	// Schema holds the key table. Default "": the connection's search_path.
+	Schema string
+	// Table is the key table. Default DefaultTable. Any printable UTF-8 without '.'
+	// of at most 63 bytes, together with its derived index names (Table +
+	// "_created_idx", "_abandoned_idx"); always quoted.
 	Table string
 	// Retention is how long completed keys are kept before the Pruner deletes them.
-	// Default and minimum 24h (MinRetention); shorter values are refused.
+	// Default DefaultRetention, and at least MinRetention (24h).
 	Retention time.Duration
 	// WaitTimeout bounds how long a concurrent duplicate waits for the first
 	// request's uncommitted transaction (Postgres lock_timeout) before it gets an
-	// *InFlightError. Default 2s: longer than a typical effect transaction, so most
-	// duplicates get the replay instead of a 409, and short enough for an HTTP client.
+	// *InFlightError. Default DefaultWaitTimeout (2s): longer than a typical effect
+	// transaction, so most duplicates get the replay instead of a 409, and short
+	// enough for an HTTP client. At least 1ms.
 	WaitTimeout time.Duration
 	// LockTimeout is how long a phased request owns its key after each recovery
 	// point; after it expires a retry or the Completer may take the key over.
-	// Default 30s. Set it above the slowest phase (an external call's timeout).
+	// Default DefaultLockTimeout (30s); at least 100ms. Set it above the slowest
+	// phase (an external call's timeout).
 	LockTimeout time.Duration
-	// MaxResponseBytes bounds the stored response (headers + body). Default 1 MiB.
+	// MaxResponseBytes bounds the stored response (headers + body). Default
+	// DefaultMaxResponseBytes (1 MiB).
 	MaxResponseBytes int
 	// MaxRequestBytes bounds the request stored for a phased operation and the body
-	// the HTTP middleware reads. Default 1 MiB.
+	// the HTTP middleware reads. Default DefaultMaxRequestBytes (1 MiB).
 	MaxRequestBytes int
 	// MeterProvider provides the metrics. Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
@@ -50,69 +68,64 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-const defaultTable = "coord_idempotency_keys"
-
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,47}$`)
+// Derived names of the key table.
+var (
+	createdIdx   = pgschema.Derived{Suffix: "_created_idx", What: "index"}
+	abandonedIdx = pgschema.Derived{Suffix: "_abandoned_idx", What: "index"}
+)
 
 func (c Config) withDefaults() Config {
 	if c.Table == "" {
-		c.Table = defaultTable
+		c.Table = DefaultTable
 	}
 	if c.Retention == 0 {
-		c.Retention = MinRetention
+		c.Retention = DefaultRetention
 	}
 	if c.WaitTimeout == 0 {
-		c.WaitTimeout = 2 * time.Second
+		c.WaitTimeout = DefaultWaitTimeout
 	}
 	if c.LockTimeout == 0 {
-		c.LockTimeout = 30 * time.Second
+		c.LockTimeout = DefaultLockTimeout
 	}
 	if c.MaxResponseBytes == 0 {
-		c.MaxResponseBytes = 1 << 20
+		c.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = 1 << 20
+		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
 	}
 	if c.TracerProvider == nil {
 		c.TracerProvider = otel.GetTracerProvider()
 	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	return c
 }
 
-// validate checks a Config after defaults were applied. Errors match ErrInvalidConfig.
+// validate checks a Config after withDefaults. Errors are *ConfigError.
 func (c Config) validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...)
+	if c.Schema != "" {
+		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
+			return nameError(ne)
+		}
 	}
-	if _, err := tableIdent(c.Table); err != nil {
-		return err
+	if ne := pgschema.CheckIdent("Table", c.Table, createdIdx, abandonedIdx); ne != nil {
+		return nameError(ne)
 	}
 	switch {
 	case c.Retention < MinRetention:
-		return bad("Retention %s is shorter than the minimum %s", c.Retention, MinRetention)
-	case c.WaitTimeout < time.Millisecond:
-		return bad("WaitTimeout %s must be at least 1ms", c.WaitTimeout)
-	case c.LockTimeout < 100*time.Millisecond:
-		return bad("LockTimeout %s must be at least 100ms", c.LockTimeout)
-	case c.MaxResponseBytes < 0 || c.MaxRequestBytes < 0:
-		return bad("negative size limit")
+		return &ConfigError{Field: "Retention", Reason: c.Retention.String() + " is shorter than the minimum " + MinRetention.String()}
+	case c.WaitTimeout < minWaitTimeout:
+		return &ConfigError{Field: "WaitTimeout", Reason: c.WaitTimeout.String() + " is below " + minWaitTimeout.String()}
+	case c.LockTimeout < minLockTimeout:
+		return &ConfigError{Field: "LockTimeout", Reason: c.LockTimeout.String() + " is below " + minLockTimeout.String()}
+	case c.MaxResponseBytes < 0:
+		return &ConfigError{Field: "MaxResponseBytes", Reason: "negative"}
+	case c.MaxRequestBytes < 0:
+		return &ConfigError{Field: "MaxRequestBytes", Reason: "negative"}
 	}
 	return nil
-}
-
-// tableIdent parses "name" or "schema.name" into a pgx.Identifier.
-func tableIdent(table string) (pgx.Identifier, error) {
-	parts := strings.Split(table, ".")
-	if len(parts) > 2 {
-		return nil, fmt.Errorf("%w: table %q: at most schema.name", ErrInvalidConfig, pgtext.Clean(table, 64))
-	}
-	for _, p := range parts {
-		if !identRE.MatchString(p) {
-			return nil, fmt.Errorf("%w: table %q: each part must match %s", ErrInvalidConfig, pgtext.Clean(table, 64), identRE)
-		}
-	}
-	return pgx.Identifier(parts), nil
 }

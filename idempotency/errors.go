@@ -3,7 +3,10 @@ package idempotency
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // Sentinel errors. Every error this package returns for one of these conditions
@@ -37,7 +40,7 @@ var (
 	// operation or recovery point the caller did not supply.
 	ErrInvalidOperation = errors.New("idempotency: invalid operation")
 
-	// ErrInvalidConfig: Config.validate rejected the configuration.
+	// ErrInvalidConfig: a Config field is invalid. Returned as *ConfigError.
 	ErrInvalidConfig = errors.New("idempotency: invalid config")
 )
 
@@ -88,3 +91,27 @@ func (e *KeyError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidKey) true.
 func (e *KeyError) Is(target error) bool { return target == ErrInvalidKey }
+
+// ConfigError reports an invalid Config field. It matches ErrInvalidConfig and,
+// for an invalid table or schema name, unwraps to the *coord.NameError.
+type ConfigError struct {
+	Field  string // the Config field the caller set, e.g. "Table"
+	Reason string // what is wrong with it
+	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
+}
+
+// Error describes the invalid field.
+func (e *ConfigError) Error() string {
+	return "idempotency: invalid config " + e.Field + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// nameError reports an invalid identifier as the ConfigError of its field.
+func nameError(ne *coord.NameError) *ConfigError {
+	return &ConfigError{Field: ne.Field, Reason: strconv.Quote(ne.Value) + ": " + ne.Reason, Err: ne}
+}

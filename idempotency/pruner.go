@@ -6,15 +6,48 @@ import (
 	"time"
 )
 
+// Defaults of PrunerConfig.
+const (
+	DefaultPruneInterval          = time.Minute
+	DefaultPruneBatch             = 1000
+	DefaultPruneMaxBatchesPerPass = 100
+)
+
 // PrunerConfig configures a Pruner; the zero value is valid.
 type PrunerConfig struct {
-	// Interval between prune passes. Default 1m.
+	// Interval between prune passes. Default DefaultPruneInterval (1m).
 	Interval time.Duration
 	// Batch is the most rows one DELETE removes, bounding lock time and WAL per
-	// statement. Default 1000.
+	// statement. Default DefaultPruneBatch (1000).
 	Batch int
-	// MaxBatchesPerPass bounds one pass; the rest waits for the next. Default 100.
+	// MaxBatchesPerPass bounds one pass; the rest waits for the next. Default
+	// DefaultPruneMaxBatchesPerPass (100).
 	MaxBatchesPerPass int
+}
+
+func (c PrunerConfig) withDefaults() PrunerConfig {
+	if c.Interval == 0 {
+		c.Interval = DefaultPruneInterval
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultPruneBatch
+	}
+	if c.MaxBatchesPerPass == 0 {
+		c.MaxBatchesPerPass = DefaultPruneMaxBatchesPerPass
+	}
+	return c
+}
+
+func (c PrunerConfig) validate() error {
+	switch {
+	case c.Interval < 0:
+		return &ConfigError{Field: "Interval", Reason: "negative"}
+	case c.Batch < 0:
+		return &ConfigError{Field: "Batch", Reason: "negative"}
+	case c.MaxBatchesPerPass < 0:
+		return &ConfigError{Field: "MaxBatchesPerPass", Reason: "negative"}
+	}
+	return nil
 }
 
 // Pruner deletes completed keys older than Config.Retention in bounded batches.
@@ -24,18 +57,14 @@ type Pruner struct {
 	cfg PrunerConfig
 }
 
-// NewPruner returns a Pruner for s.
-func (s *Store) NewPruner(cfg PrunerConfig) *Pruner {
-	if cfg.Interval <= 0 {
-		cfg.Interval = time.Minute
+// NewPruner returns a Pruner for s, or a *ConfigError for a negative field. It
+// does not block; Run starts it.
+func (s *Store) NewPruner(cfg PrunerConfig) (*Pruner, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 1000
-	}
-	if cfg.MaxBatchesPerPass <= 0 {
-		cfg.MaxBatchesPerPass = 100
-	}
-	return &Pruner{s: s, cfg: cfg}
+	return &Pruner{s: s, cfg: cfg}, nil
 }
 
 // Run prunes every Interval until ctx is cancelled, then returns nil. Failures are

@@ -25,7 +25,10 @@ func TestPrunerDeletesExpiredCompletedKeysInBatches(t *testing.T) {
 		VALUES ('acme', 'old-in-progress', '\x00', 1, 'payment', now(), now() - interval '30 hours')`); err != nil {
 		t.Fatal(err)
 	}
-	p := s.NewPruner(idempotency.PrunerConfig{Batch: 2})
+	p, err := s.NewPruner(idempotency.PrunerConfig{Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, err := p.PruneOnce(ctx)
 	if err != nil || n != 5 {
 		t.Fatalf("pruned %d, %v; want 5", n, err)

@@ -30,21 +30,16 @@ type Beginner interface {
 }
 
 // component is the key table's versioned schema.
-func component(ident pgx.Identifier) (pgschema.Component, error) {
-	var schema string
-	if len(ident) == 2 {
-		schema = ident[0]
-	}
-	name := ident[len(ident)-1]
+func component(cfg Config) (pgschema.Component, error) {
 	ms, err := pgschema.Load(migrations, "migrations", map[string]string{
-		"table":         ident.Sanitize(),
-		"created_idx":   pgschema.Quoted(name + "_created_idx"),
-		"abandoned_idx": pgschema.Quoted(name + "_abandoned_idx"),
+		"table":         pgschema.Qualified(cfg.Schema, cfg.Table),
+		"created_idx":   pgschema.Quoted(cfg.Table + createdIdx.Suffix),
+		"abandoned_idx": pgschema.Quoted(cfg.Table + abandonedIdx.Suffix),
 	})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("idempotency: %w", err)
 	}
-	return pgschema.Component{Kind: "idempotency", Schema: schema, Name: name, Migrations: ms}, nil
+	return pgschema.Component{Kind: "idempotency", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // Migrate brings the key table and its indexes to the newest schema version, in a

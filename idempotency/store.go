@@ -27,8 +27,7 @@ const (
 type Store struct {
 	pool  *pgxpool.Pool
 	cfg   Config
-	ident pgx.Identifier
-	table string // ident, sanitized
+	table string // quoted, schema-qualified when Config.Schema is set
 	in    *instruments
 	q     queries
 	// claimName names Do's prepared claim statement, per table.
@@ -66,12 +65,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: metrics: %w", err)
 	}
-	ident, _ := tableIdent(cfg.Table)
-	schema, err := component(ident)
+	schema, err := component(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, cfg: cfg, ident: ident, table: ident.Sanitize(), in: in, schema: schema}
+	s := &Store{pool: pool, cfg: cfg, table: pgschema.Qualified(cfg.Schema, cfg.Table), in: in, schema: schema}
 	s.q = newQueries(s.table)
 	s.tracer = cfg.TracerProvider.Tracer(coord.InstrumentationName + "/idempotency")
 	s.claimName = "coordkit_idem_claim_" + FingerprintOf([]byte(s.table)).String()[:16]

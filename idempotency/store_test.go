@@ -229,21 +229,35 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	for _, cfg := range []idempotency.Config{
-		{Retention: time.Hour},
-		{Table: `keys"; DROP TABLE x; --`},
-		{Table: "a.b.c"},
-		{Table: "1abc"},
-		{Table: strings.Repeat("t", 49)},
-		{WaitTimeout: -time.Second},
-		{LockTimeout: time.Millisecond},
+	for _, tc := range []struct {
+		cfg   idempotency.Config
+		field string
+	}{
+		{idempotency.Config{Retention: time.Hour}, "Retention"},
+		{idempotency.Config{Table: "a.b"}, "Table"},
+		{idempotency.Config{Table: strings.Repeat("t", 64)}, "Table"},
+		// 50 bytes fit, but the derived "…_abandoned_idx" index name would not.
+		{idempotency.Config{Table: strings.Repeat("t", 50)}, "Table"},
+		{idempotency.Config{Table: "nul\x00"}, "Table"},
+		{idempotency.Config{Schema: "bad\xff"}, "Schema"},
+		{idempotency.Config{WaitTimeout: -time.Second}, "WaitTimeout"},
+		{idempotency.Config{LockTimeout: time.Millisecond}, "LockTimeout"},
 	} {
-		if _, err := idempotency.New(nil, cfg); !errors.Is(err, idempotency.ErrInvalidConfig) {
-			t.Errorf("%+v: %v, want ErrInvalidConfig", cfg, err)
+		_, err := idempotency.New(nil, tc.cfg)
+		var ce *idempotency.ConfigError
+		if !errors.Is(err, idempotency.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%+q: %v, want a *ConfigError for %s", tc.cfg.Table+tc.cfg.Schema, err, tc.field)
 		}
 	}
-	if _, err := idempotency.New(nil, idempotency.Config{Table: "myschema.Keys_2", Retention: 48 * time.Hour}); err != nil {
-		t.Fatal(err)
+	// Any other name is fine: it is always quoted.
+	for _, cfg := range []idempotency.Config{
+		{Schema: "myschema", Table: "Keys_2", Retention: 48 * time.Hour},
+		{Table: `keys"; DROP TABLE x; --`},
+		{Table: strings.Repeat("t", 49)},
+	} {
+		if _, err := idempotency.New(nil, cfg); err != nil {
+			t.Errorf("%q: %v", cfg.Table, err)
+		}
 	}
 }
 

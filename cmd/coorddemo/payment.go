@@ -30,7 +30,7 @@ func runPayment(ctx context.Context, e *env) (string, bool) {
 	if _, err := e.pool.Exec(ctx, `CREATE TABLE payments (id bigserial PRIMARY KEY, customer text NOT NULL, amount int NOT NULL)`); err != nil {
 		return err.Error(), false
 	}
-	mw, err := httpidem.Middleware(store, httpidem.Options{Scope: func(r *http.Request) (string, error) { return "shop-1", nil }})
+	mw, err := httpidem.Middleware(store, httpidem.Config{Scope: func(r *http.Request) (string, error) { return "shop-1", nil }})
 	if err != nil {
 		return err.Error(), false
 	}

@@ -26,20 +26,6 @@ const (
 	typeHeader  = "Proto-Message"       // stored with the response: its full name
 )
 
-// Options configure UnaryServerInterceptor. Scope is required; every other field
-// states its default.
-type Options struct {
-	// Scope returns the tenant or principal of the call (from its auth context). An
-	// error fails the call with Unauthenticated. Required.
-	Scope func(ctx context.Context, fullMethod string) (string, error)
-	// Methods are the full method names ("/pkg.Service/Method") the interceptor
-	// protects; others pass through. Default: every unary method.
-	Methods []string
-	// Optional lets calls without a key through, unprotected. Default false:
-	// InvalidArgument.
-	Optional bool
-}
-
 // UnaryServerInterceptor returns an interceptor that runs each protected call at
 // most once per key with store.Do: the handler runs in Do's transaction and its
 // response message is stored (deterministically marshalled) with the key. A handler
@@ -47,10 +33,16 @@ type Options struct {
 // response must be proto messages; a replayed response type must be linked into the
 // binary (protoregistry.GlobalTypes). Database failures are Unavailable: retrying
 // with the same key is safe.
-func UnaryServerInterceptor(store *idempotency.Store, o Options) (grpc.UnaryServerInterceptor, error) {
-	if store == nil || o.Scope == nil {
-		return nil, errors.New("grpcidem: Store and Options.Scope are required")
+//
+// It returns a *ConfigError for a nil store or a missing Scope.
+func UnaryServerInterceptor(store *idempotency.Store, cfg Config) (grpc.UnaryServerInterceptor, error) {
+	if store == nil {
+		return nil, &ConfigError{Field: "store", Reason: "nil"}
 	}
+	if err := cfg.validate(); err != nil { // every default is the zero value
+		return nil, err
+	}
+	o := cfg
 	var methods map[string]bool
 	if len(o.Methods) > 0 {
 		methods = map[string]bool{}

@@ -82,7 +82,7 @@ func newEnv(t *testing.T) *env {
 	if _, err := db.Pool.Exec(ctx, `CREATE TABLE charges (id serial PRIMARY KEY, amount text)`); err != nil {
 		t.Fatal(err)
 	}
-	icpt, err := grpcidem.UnaryServerInterceptor(store, grpcidem.Options{Scope: func(ctx context.Context, _ string) (string, error) {
+	icpt, err := grpcidem.UnaryServerInterceptor(store, grpcidem.Config{Scope: func(ctx context.Context, _ string) (string, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if v := md.Get("tenant"); len(v) == 1 {
 			return v[0], nil

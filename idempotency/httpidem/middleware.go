@@ -16,33 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Options configure Middleware. Scope is required; every other field states its default.
-type Options struct {
-	// Scope returns the tenant or principal a request's key belongs to (keys of two
-	// scopes never collide). An error answers 400 (use your auth middleware before
-	// this one to answer 401/403). Required.
-	Scope func(r *http.Request) (string, error)
-	// Optional lets requests without Idempotency-Key through, unprotected (the
-	// handler then finds no transaction in its context). Default false: 400.
-	Optional bool
-	// Strict accepts only the quoted sf-string form of the header. Default false:
-	// bare tokens (an unquoted UUID) are accepted too.
-	Strict bool
-	// Methods are the methods the middleware protects; others pass through.
-	// Default POST and PATCH (PUT and DELETE are idempotent by definition).
-	Methods []string
-	// ReplayHeaders are the response headers stored and replayed. Default
-	// Content-Type, Location, Content-Location, ETag, Last-Modified.
-	ReplayHeaders []string
-	// MaxBodyBytes bounds the request body read for the fingerprint (413 beyond).
-	// Default the Store's MaxRequestBytes (1 MiB).
-	MaxBodyBytes int64
-	// Store reports whether a response with this status is stored (and its
-	// transaction committed). Default: status < 500 — a 5xx rolls the effect and
-	// the key back, so a retry runs again.
-	Store func(status int) bool
-}
-
 // Middleware returns net/http middleware that makes the protected methods
 // idempotent with store. Per request: it parses Idempotency-Key (400 when missing
 // or invalid), reads the body (413 beyond MaxBodyBytes; 400 for a JSON body that is
@@ -55,22 +28,15 @@ type Options struct {
 // with Retry-After (retrying with the key is safe).
 //
 // The handler must not hijack the connection or stream: its output is buffered. It
-// returns an error for missing Scope or invalid Options.
-func Middleware(store *idempotency.Store, o Options) (func(http.Handler) http.Handler, error) {
-	if store == nil || o.Scope == nil {
-		return nil, errors.New("httpidem: Store and Options.Scope are required")
+// returns a *ConfigError for a nil store, a missing Scope or a negative
+// MaxBodyBytes.
+func Middleware(store *idempotency.Store, cfg Config) (func(http.Handler) http.Handler, error) {
+	if store == nil {
+		return nil, &ConfigError{Field: "store", Reason: "nil"}
 	}
-	if len(o.Methods) == 0 {
-		o.Methods = []string{http.MethodPost, http.MethodPatch}
-	}
-	if o.ReplayHeaders == nil {
-		o.ReplayHeaders = []string{"Content-Type", "Location", "Content-Location", "ETag", "Last-Modified"}
-	}
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = int64(store.Config().MaxRequestBytes)
-	}
-	if o.Store == nil {
-		o.Store = func(status int) bool { return status < 500 }
+	o := cfg.withDefaults(store)
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	methods := map[string]bool{}
 	for _, m := range o.Methods {
@@ -84,7 +50,7 @@ func Middleware(store *idempotency.Store, o Options) (func(http.Handler) http.Ha
 
 type mw struct {
 	store   *idempotency.Store
-	o       Options
+	o       Config
 	methods map[string]bool
 }
 

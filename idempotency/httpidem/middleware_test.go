@@ -49,7 +49,7 @@ func post(t testing.TB, c *http.Client, url, key, body string, hdr ...string) re
 	return reply{resp.StatusCode, resp.Header, b}
 }
 
-func newServer(t testing.TB, e *env, o httpidem.Options) *httptest.Server {
+func newServer(t testing.TB, e *env, o httpidem.Config) *httptest.Server {
 	t.Helper()
 	if o.Scope == nil {
 		o.Scope = scopeFromHeader
@@ -74,7 +74,7 @@ func effects(t testing.TB, e *env, key string) int {
 
 func TestHTTPContract(t *testing.T) {
 	e := newEnv(t, 8, idempotency.Config{})
-	srv := newServer(t, e, httpidem.Options{})
+	srv := newServer(t, e, httpidem.Config{})
 	c := srv.Client()
 
 	first := post(t, c, srv.URL+"/payments", `"key-1"`, `{"amount": 10, "currency": "EUR"}`)
@@ -141,7 +141,7 @@ func TestHTTPContract(t *testing.T) {
 
 func TestHTTPStrictAndOptional(t *testing.T) {
 	e := newEnv(t, 4, idempotency.Config{})
-	strict := newServer(t, e, httpidem.Options{Strict: true, Optional: true})
+	strict := newServer(t, e, httpidem.Config{Strict: true, Optional: true})
 	c := strict.Client()
 	if r := post(t, c, strict.URL+"/p", `bare`, `{}`); r.status != 400 {
 		t.Fatalf("strict bare token: %d", r.status)
@@ -159,7 +159,7 @@ func TestHTTPServerErrorNotStored(t *testing.T) {
 	e := newEnv(t, 4, idempotency.Config{})
 	fail := true
 	var mu sync.Mutex
-	mw, err := httpidem.Middleware(e.store, httpidem.Options{Scope: scopeFromHeader})
+	mw, err := httpidem.Middleware(e.store, httpidem.Config{Scope: scopeFromHeader})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestHTTPConcurrentSameKey(t *testing.T) {
 		rounds = 100
 	}
 	e := newEnv(t, 20, idempotency.Config{WaitTimeout: 500 * time.Millisecond})
-	mw, err := httpidem.Middleware(e.store, httpidem.Options{Scope: scopeFromHeader})
+	mw, err := httpidem.Middleware(e.store, httpidem.Config{Scope: scopeFromHeader})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestProblemBodyIsValidJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	detail := "unknown tenant \a\v \xff \U000e0001"
-	mw, err := httpidem.Middleware(store, httpidem.Options{Scope: func(*http.Request) (string, error) {
+	mw, err := httpidem.Middleware(store, httpidem.Config{Scope: func(*http.Request) (string, error) {
 		return "", errors.New(detail)
 	}})
 	if err != nil {

@@ -143,14 +143,9 @@ func (c Component) SQL() []string {
 	return out
 }
 
-// String names the component for messages: outbox "coord_outbox" in schema "app".
-func (c Component) String() string {
-	s := fmt.Sprintf("%s %q", c.Kind, c.Name)
-	if c.Schema != "" {
-		s += fmt.Sprintf(" in schema %q", c.Schema)
-	}
-	return s
-}
+// String names the component's main table for messages ("app"."coord_outbox"): the
+// package that owns the component prefixes its own name.
+func (c Component) String() string { return Qualified(c.Schema, c.Name) }
 
 func (c Component) versionTable() string { return Qualified(c.Schema, VersionTable) }
 

@@ -27,8 +27,8 @@ const maxQuoted = 64
 // constraint, a dead-letter table, a channel): each must fit the limit too, and
 // the error for one that does not still names field — the setting to shorten —
 // with the derived name and what it is for.
-func CheckIdent(field, name string, derived ...Derived) error {
-	bad := func(reason string) error {
+func CheckIdent(field, name string, derived ...Derived) *coord.NameError {
+	bad := func(reason string) *coord.NameError {
 		return &coord.NameError{Field: field, Value: pgtext.Clean(name, maxQuoted), Reason: reason}
 	}
 	switch {

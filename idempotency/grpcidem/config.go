@@ -1,0 +1,24 @@
+package grpcidem
+
+import "context"
+
+// Config configures UnaryServerInterceptor. Scope is required; every other field
+// states its default.
+type Config struct {
+	// Scope returns the tenant or principal of the call (from its auth context). An
+	// error fails the call with Unauthenticated. Required.
+	Scope func(ctx context.Context, fullMethod string) (string, error)
+	// Methods are the full method names ("/pkg.Service/Method") the interceptor
+	// protects; others pass through. Default: every unary method.
+	Methods []string
+	// Optional lets calls without a key through, unprotected. Default false:
+	// InvalidArgument.
+	Optional bool
+}
+
+func (c Config) validate() error {
+	if c.Scope == nil {
+		return &ConfigError{Field: "Scope", Reason: "required"}
+	}
+	return nil
+}

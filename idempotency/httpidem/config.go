@@ -1,0 +1,61 @@
+package httpidem
+
+import (
+	"net/http"
+
+	"github.com/coordkit/coordkit/idempotency"
+)
+
+// Config configures Middleware. Scope is required; every other field states its
+// default.
+type Config struct {
+	// Scope returns the tenant or principal a request's key belongs to (keys of two
+	// scopes never collide). An error answers 400 (use your auth middleware before
+	// this one to answer 401/403). Required.
+	Scope func(r *http.Request) (string, error)
+	// Optional lets requests without Idempotency-Key through, unprotected (the
+	// handler then finds no transaction in its context). Default false: 400.
+	Optional bool
+	// Strict accepts only the quoted sf-string form of the header. Default false:
+	// bare tokens (an unquoted UUID) are accepted too.
+	Strict bool
+	// Methods are the methods the middleware protects; others pass through.
+	// Default POST and PATCH (PUT and DELETE are idempotent by definition).
+	Methods []string
+	// ReplayHeaders are the response headers stored and replayed. Default
+	// Content-Type, Location, Content-Location, ETag, Last-Modified.
+	ReplayHeaders []string
+	// MaxBodyBytes bounds the request body read for the fingerprint (413 beyond).
+	// Default the Store's idempotency.Config.MaxRequestBytes.
+	MaxBodyBytes int64
+	// Store reports whether a response with this status is stored (and its
+	// transaction committed). Default: status < 500 — a 5xx rolls the effect and
+	// the key back, so a retry runs again.
+	Store func(status int) bool
+}
+
+func (c Config) withDefaults(store *idempotency.Store) Config {
+	if len(c.Methods) == 0 {
+		c.Methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	if c.ReplayHeaders == nil {
+		c.ReplayHeaders = []string{"Content-Type", "Location", "Content-Location", "ETag", "Last-Modified"}
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = int64(store.Config().MaxRequestBytes)
+	}
+	if c.Store == nil {
+		c.Store = func(status int) bool { return status < 500 }
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Scope == nil:
+		return &ConfigError{Field: "Scope", Reason: "required"}
+	case c.MaxBodyBytes < 0:
+		return &ConfigError{Field: "MaxBodyBytes", Reason: "negative"}
+	}
+	return nil
+}
