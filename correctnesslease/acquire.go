@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -24,8 +25,13 @@ import (
 // *coord.AuthorityLostError when, while waiting, ctx ends (LossCancelled, which
 // also matches ctx's error), the session loses authority, or the key is deleted
 // or overwritten (LossKeyDeleted, etcd issue 19597: never a lease without a key);
-// its key is then removed. Invalid names return *coord.NameError; a second
-// Acquire of a name this session already holds or waits for returns
+// its key is then removed. That holds even when ctx ends while the queuing
+// transaction is in flight and its outcome is unknown: Acquire then fences that
+// transaction off (one more RPC, bounded by TTL/3; retried in the background
+// while the session lives), so it can never create the key after Acquire
+// returned, and until the fence has landed another Acquire of the name on this
+// session returns ErrAlreadyQueued. Invalid names return *coord.NameError; a
+// second Acquire of a name this session already holds or waits for returns
 // ErrAlreadyQueued.
 func Acquire(ctx context.Context, s *Session, name string) (*Lease, error) {
 	return acquire(ctx, s, name, true, true)
@@ -82,39 +88,37 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 	defer qcancel()
 	defer context.AfterFunc(l.ctx, qcancel)()
 
-	// One RPC queues the key and reads the newest two keys under the prefix:
-	// ours (just created, so the newest) and our predecessor, if any.
-	resp, err := s.cli.Txn(qctx).
-		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0)).
-		Then(
-			clientv3.OpPut(l.key, "", clientv3.WithLease(s.id)),
-			clientv3.OpGet(prefix+"/", clientv3.WithPrefix(),
-				clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)),
-		).
-		Else(clientv3.OpGet(l.key)).
-		Commit()
+	resp, err := l.queue(qctx)
 	if err != nil {
-		// The put may have been applied even though we saw an error. Remove it
-		// while l is still registered, so that no other Acquire of this name on
-		// this session can queue the same key before the unguarded delete.
-		l.cleanupUnknown()
-		l.lose(coord.LossCancelled, err)
+		var stale *staleKeyError
+		if errors.As(err, &stale) {
+			// A key of this session that no live Lease owns (someone wrote
+			// it): remove that version only, and queue once more.
+			l.lose(coord.LossReleased, nil)
+			if !retryStale {
+				return nil, fmt.Errorf("correctnesslease: acquire %s: %w (stale key %s)", prefix, ErrAlreadyQueued, l.key)
+			}
+			_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", stale.rev)).
+				Then(clientv3.OpDelete(l.key)).Commit()
+			if err != nil {
+				return nil, fmt.Errorf("correctnesslease: acquire %s: remove stale key: %w", prefix, err)
+			}
+			return acquire(ctx, s, name, wait, false)
+		}
+		var lost *coord.AuthorityLostError
+		if errors.As(err, &lost) {
+			l.lose(lost.Reason, lost.Err)
+			return nil, fmt.Errorf("correctnesslease: acquire %s: queue: %w", prefix, err)
+		}
+		// No answer: the put may apply now or later. Fence it off while l is
+		// still registered, so that no other Acquire of this name on this
+		// session queues the same key meanwhile; l unregisters once settled.
+		s.unknownQueues.Add(1)
+		l.fenceUnknown(err)
+		if cause := context.Cause(ctx); cause != nil {
+			err = fmt.Errorf("%v: %w", err, &coord.AuthorityLostError{Lease: prefix, Reason: coord.LossCancelled, Err: cause})
+		}
 		return nil, fmt.Errorf("correctnesslease: acquire %s: queue: %w", prefix, err)
-	}
-	if !resp.Succeeded {
-		// A key of this session that no live Lease owns: left over by a
-		// cleanup that failed. Remove it (only that version) and queue again.
-		l.lose(coord.LossReleased, nil)
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 || !retryStale {
-			return nil, fmt.Errorf("correctnesslease: acquire %s: %w (stale key %s)", prefix, ErrAlreadyQueued, l.key)
-		}
-		_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", kvs[0].CreateRevision)).
-			Then(clientv3.OpDelete(l.key)).Commit()
-		if err != nil {
-			return nil, fmt.Errorf("correctnesslease: acquire %s: remove stale key: %w", prefix, err)
-		}
-		return acquire(ctx, s, name, wait, false)
 	}
 	l.rev = resp.Header.Revision
 	kvs := resp.Responses[1].GetResponseRange().Kvs
@@ -156,6 +160,100 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 	s.in.acquired(prefix)
 	span.SetAttributes(attribute.Int64("coord.token_revision", l.rev))
 	return l, nil
+}
+
+// staleKeyError is queue's report of our key existing already, at rev.
+type staleKeyError struct{ rev int64 }
+
+func (e *staleKeyError) Error() string {
+	return "stale key at revision " + strconv.FormatInt(e.rev, 10)
+}
+
+// queue puts the lease's key, in one transaction that also reads the newest two
+// keys under the prefix: ours (just created, so the newest) and our predecessor,
+// if any. The transaction applies only if the key does not exist and the
+// session's guard (the mod revision of its member key) is unchanged: a fence
+// (fenceUnknown) moves the guard, so a queue transaction still in flight when it
+// lands can never apply after it. It returns a *staleKeyError when the key
+// exists, a *coord.AuthorityLostError when the session's member key is gone, and
+// the RPC's error when there was no answer (the outcome is then unknown).
+func (l *Lease) queue(ctx context.Context) (*clientv3.TxnResponse, error) {
+	s := l.s
+	for {
+		guard := s.guard.Load()
+		resp, err := s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0),
+				clientv3.Compare(clientv3.ModRevision(s.member), "=", guard)).
+			Then(
+				clientv3.OpPut(l.key, "", clientv3.WithLease(s.id)),
+				clientv3.OpGet(l.prefix+"/", clientv3.WithPrefix(),
+					clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)),
+			).
+			Else(clientv3.OpGet(l.key), clientv3.OpGet(s.member)).
+			Commit()
+		if err != nil {
+			if isLeaseGone(err) { // a definite answer: nothing was written
+				s.lose(coord.LossSessionExpired, err)
+				return nil, &coord.AuthorityLostError{Lease: l.prefix, Reason: coord.LossSessionExpired, Err: err}
+			}
+			return nil, err
+		}
+		if resp.Succeeded {
+			return resp, nil
+		}
+		key, member := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+		if len(member) == 0 {
+			reason := s.keyGone(ctx)
+			cause := errors.New("session key " + s.member + " is gone")
+			s.lose(reason, cause)
+			return nil, &coord.AuthorityLostError{Lease: l.prefix, Reason: reason, Err: cause}
+		}
+		s.raiseGuard(member[0].ModRevision)
+		if len(key) > 0 {
+			return nil, &staleKeyError{rev: key[0].CreateRevision}
+		}
+		// Only the guard moved (another Acquire's fence): queue again.
+	}
+}
+
+// fenceUnknown settles a queue transaction that got no answer (cause): one
+// transaction rewrites the session's member key, which moves the guard every
+// queue transaction compares, and deletes our key. Once it lands, the transaction
+// in doubt has either applied before it (and its key is deleted) or can never
+// apply. l stays registered until then, so another Acquire of this name on this
+// session is refused (ErrAlreadyQueued) rather than queued under a key about to
+// be deleted. See Session.settle for how long it tries.
+func (l *Lease) fenceUnknown(cause error) {
+	l.s.settle(l.fence, func() { l.lose(coord.LossCancelled, cause) })
+}
+
+// fence makes one attempt at fenceUnknown's transaction. It reports whether the
+// outcome is settled: the fence landed, or the session (with its keys) is gone.
+func (l *Lease) fence() bool {
+	s := l.s
+	select {
+	case <-s.done:
+		return true
+	default:
+	}
+	ctx, cancel := context.WithTimeout(s.stopCtx, s.cfg.TTL/3)
+	defer cancel()
+	resp, err := s.cli.Txn(ctx).Then(
+		clientv3.OpPut(s.member, s.memberValue, clientv3.WithLease(s.id)),
+		clientv3.OpDelete(l.key),
+	).Commit()
+	switch {
+	case err == nil:
+		s.raiseGuard(resp.Header.Revision)
+		s.fencedKeys.Add(resp.Responses[1].GetResponseDeleteRange().Deleted)
+		return true
+	case isLeaseGone(err):
+		s.lose(coord.LossSessionExpired, err)
+		return true
+	}
+	s.cfg.Logger.Warn("correctnesslease: could not settle a queue transaction of unknown outcome; retrying",
+		"key", l.key, "err", err)
+	return false
 }
 
 // waitFor blocks until the predecessor key (seen at revision rev) is deleted,
@@ -215,28 +313,23 @@ wait:
 	}
 }
 
-// cleanup removes our key (if it is still ours) after a failed acquisition. The
-// lease has lost its authority already. It uses a fresh context: the caller's may
-// be the reason we are here.
+// cleanup removes our key (if it is still ours: guarded by its create revision)
+// after a failed acquisition. The lease has lost its authority already. See
+// Session.settle for how long it tries.
 func (l *Lease) cleanup() {
 	l.lose(coord.LossReleased, nil)
-	if l.s.lostReason() == coord.LossSessionExpired {
-		return // etcd deleted the key with the lease
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.TTL/3)
-	defer cancel()
-	if err := l.deleteKey(ctx); err != nil {
-		l.s.cfg.Logger.Warn("correctnesslease: could not remove queued key; it expires with the session",
-			"key", l.key, "err", err)
-	}
-}
-
-// cleanupUnknown removes our key after a queue transaction whose outcome is
-// unknown: if the key exists it was created by that transaction (the session
-// holds no other Lease for this key while l is registered), so delete it
-// whatever its revision. Call it before l.lose, which unregisters l.
-func (l *Lease) cleanupUnknown() {
-	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.TTL/3)
-	defer cancel()
-	_, _ = l.s.cli.Delete(ctx, l.key)
+	l.s.settle(func() bool {
+		select {
+		case <-l.s.done:
+			return true // the session's etcd lease takes the key with it
+		default:
+		}
+		ctx, cancel := context.WithTimeout(l.s.stopCtx, l.s.cfg.TTL/3)
+		defer cancel()
+		if err := l.deleteKey(ctx); err != nil {
+			l.s.cfg.Logger.Warn("correctnesslease: could not remove a queued key; retrying", "key", l.key, "err", err)
+			return false
+		}
+		return true
+	}, nil)
 }

@@ -17,21 +17,22 @@ import (
 )
 
 // lostReply makes the next Txn look failed after etcd applied it (the reply is
-// lost), and holds the next DeleteRange until released.
+// lost), and holds the Txn after it (Acquire's fence) until released.
 type lostReply struct {
 	failTxn       atomic.Bool
-	holdDelete    atomic.Bool
+	holdNext      atomic.Bool
 	deleteStarted chan struct{}
 	releaseDelete chan struct{}
 }
 
 func (r *lostReply) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if method == "/etcdserverpb.KV/DeleteRange" && r.holdDelete.CompareAndSwap(true, false) {
+	if method == "/etcdserverpb.KV/Txn" && r.holdNext.CompareAndSwap(true, false) {
 		close(r.deleteStarted)
 		<-r.releaseDelete
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	if err == nil && method == "/etcdserverpb.KV/Txn" && r.failTxn.CompareAndSwap(true, false) {
+		r.holdNext.Store(true)
 		return status.Error(codes.Internal, "injected: reply lost after the txn was applied")
 	}
 	return err
@@ -59,13 +60,12 @@ func TestUnknownQueueOutcomeNeverDeletesALiveLease(t *testing.T) {
 	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
 
 	r.failTxn.Store(true)
-	r.holdDelete.Store(true)
 	firstErr := make(chan error, 1)
 	go func() {
 		_, err := Acquire(ctx, s, "job")
 		firstErr <- err
 	}()
-	waitDone(t, r.deleteStarted, 10*time.Second, "the first Acquire's cleanup delete")
+	waitDone(t, r.deleteStarted, 10*time.Second, "the first Acquire's fence of its unknown queue outcome")
 	if r.failTxn.Load() {
 		t.Fatal("the lost reply was never injected")
 	}

@@ -80,6 +80,7 @@ func (s *Session) renew(granted time.Time) {
 				if r.sent.After(lastOK) {
 					lastOK = r.sent
 				}
+				s.renewed(lastOK)
 				deadline.Reset(lastOK.Add(s.cfg.stepDownAfter()).Sub(clk.Now()))
 				tick.Reset(r.sent.Add(s.cfg.renewInterval()).Sub(clk.Now()))
 				continue
@@ -94,19 +95,7 @@ func (s *Session) renew(granted time.Time) {
 			tick.Reset(s.cfg.retryInterval())
 
 		case <-deadline.C():
-			s.lose(coord.LossRenewalDeadline, errors.New("no keepalive succeeded for 2/3 of the TTL"))
-			// Best effort: if etcd is reachable again, free the lease now rather
-			// than after its TTL. Authority is already given up.
-			if s.cli == nil {
-				return // renewal-logic tests run without a client
-			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				ctx, cancel := context.WithTimeout(s.stopCtx, s.cfg.TTL)
-				defer cancel()
-				_, _ = s.cli.Revoke(ctx, s.id)
-			}()
+			s.stepDown()
 			return
 		}
 	}

@@ -28,20 +28,29 @@ type Session struct {
 	cfg    Config
 	id     clientv3.LeaseID
 	member string // the key the session owns, under /tenants/{t}/members/
-	in     *instruments
+	// memberValue is the member key's value (host and pid), rewritten by fences.
+	memberValue string
+	// guard is the member key's mod revision, compared by every queue
+	// transaction; a fence rewrites the key to invalidate queue transactions in
+	// flight (see Lease.fenceUnknown).
+	guard atomic.Int64
+	in    *instruments
 
-	done     chan struct{}      // closed when authority is lost
-	stopCtx  context.Context    // cancelled by Close: ends the renewal loop and watchers
-	stop     context.CancelFunc // cancels stopCtx
-	stopOnce sync.Once
-	wg       sync.WaitGroup // the renewal loop, lease watchers, the revoke after a step-down
-	wakeups  atomic.Int64   // waiters woken by their predecessor's deletion (tests: no herd)
-	rpcs     atomic.Int64   // keepalive RPCs sent
+	done          chan struct{}      // closed when authority is lost
+	stopCtx       context.Context    // cancelled by Close: ends the renewal loop and watchers
+	stop          context.CancelFunc // cancels stopCtx
+	stopOnce      sync.Once
+	wg            sync.WaitGroup // the renewal loop, lease watchers, the revoke after a step-down
+	wakeups       atomic.Int64   // waiters woken by their predecessor's deletion (tests: no herd)
+	rpcs          atomic.Int64   // keepalive RPCs sent
+	unknownQueues atomic.Int64   // queue transactions that ended without an answer (tests)
+	fencedKeys    atomic.Int64   // keys of such transactions deleted by their fence (tests)
 
-	mu     sync.Mutex
-	err    *coord.AuthorityLostError // set once, when done is closed
-	leases map[*Lease]struct{}       // held and waiting leases
-	keys   map[string]*Lease         // the same, by key
+	mu          sync.Mutex
+	lastRenewed time.Time                 // send time of the last successful keepalive (or the grant)
+	err         *coord.AuthorityLostError // set once, when done is closed
+	leases      map[*Lease]struct{}       // held and waiting leases
+	keys        map[string]*Lease         // the same, by key
 }
 
 // NewSession grants an etcd lease of cfg.TTL, attaches a key the session owns
@@ -79,7 +88,11 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 	if err == nil {
 		s.member = member
 		host, _ := os.Hostname()
-		_, err = cli.Put(ctx, member, host+" pid "+strconv.Itoa(os.Getpid()), clientv3.WithLease(grant.ID))
+		s.memberValue = host + " pid " + strconv.Itoa(os.Getpid())
+		var put *clientv3.PutResponse
+		if put, err = cli.Put(ctx, member, s.memberValue, clientv3.WithLease(grant.ID)); err == nil {
+			s.guard.Store(put.Header.Revision)
+		}
 	}
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
@@ -108,6 +121,7 @@ func newSessionState(cli *clientv3.Client, cfg Config) *Session {
 
 // start begins the renewal loop; granted is when the lease grant was sent.
 func (s *Session) start(granted time.Time) {
+	s.lastRenewed = granted
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.renew(granted)
@@ -219,6 +233,56 @@ func (s *Session) unregister(l *Lease) {
 // keyFor returns this session's key under an election prefix.
 func (s *Session) keyFor(prefix string) string {
 	return prefix + "/" + strconv.FormatInt(int64(s.id), 16)
+}
+
+// settle runs try, which reports whether an outcome in etcd is settled, once in
+// the caller's goroutine and, if it is not, again in the background with backoff
+// for as long as the session has authority: once the session is lost or closed,
+// its etcd lease (revoked, or expiring within the TTL) takes every key of the
+// session with it. then, if not nil, runs after the last try.
+func (s *Session) settle(try func() bool, then func()) {
+	if try() {
+		if then != nil {
+			then()
+		}
+		return
+	}
+	s.mu.Lock()
+	lost := s.err != nil
+	if !lost {
+		s.wg.Add(1) // under s.mu: never after Close started waiting
+	}
+	s.mu.Unlock()
+	if lost {
+		if then != nil {
+			then()
+		}
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		if then != nil {
+			defer then()
+		}
+		for attempt := 0; ; attempt++ {
+			if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(s.stopCtx, s.cfg.Clock, attempt) != nil {
+				return
+			}
+			if try() {
+				return
+			}
+		}
+	}()
+}
+
+// raiseGuard records a newer mod revision of the member key.
+func (s *Session) raiseGuard(rev int64) {
+	for {
+		cur := s.guard.Load()
+		if rev <= cur || s.guard.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
 }
 
 func (s *Session) lostReason() coord.LossReason {
