@@ -28,11 +28,11 @@ type Lease struct {
 	cancel context.CancelCauseFunc
 	stopAF func() bool // stops the AfterFunc on the caller's context
 
-	mu      sync.Mutex
-	lost    *coord.AuthorityLostError
-	heldAt  time.Time     // zero while waiting
-	relDone chan struct{} // non-nil once Release started; closed when it finished
-	relErr  error         // the first Release's result, set before relDone closes
+	mu        sync.Mutex
+	lost      *coord.AuthorityLostError
+	heldAt    time.Time    // zero while waiting
+	releasing *releaseCall // the Release in flight, if any
+	released  bool         // a Release succeeded: the key is gone
 }
 
 // Token returns the fencing token of the lease: its election prefix
@@ -70,39 +70,49 @@ func (l *Lease) Err() error {
 // Release gives up the lease: the Context is cancelled (LossReleased) first, then
 // the key is deleted if and only if its create revision is still this lease's
 // token, so a retried or late Release never deletes a newer holder's key (etcd
-// issue 22082). It blocks for one RPC, bounded by ctx. Release is idempotent:
-// later calls wait (bounded by their own ctx) for the first call to finish and
-// return its result. When the delete fails the key still expires with the
-// session; it returns the error.
+// issue 22082). It blocks for one RPC, bounded by ctx. Calls made while another
+// Release is in flight wait for it (bounded by their own ctx) and return its
+// result. Once a Release has succeeded, later calls return nil without an RPC.
+// When the delete fails (ctx ended, etcd unreachable) Release returns the error
+// and the key stays, so rivals are refused, until Release is called again (it
+// retries the guarded delete), the session is closed, or its lease expires.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
-	if done := l.relDone; done != nil {
+	if l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	if r := l.releasing; r != nil {
 		l.mu.Unlock()
 		select {
-		case <-done:
+		case <-r.done:
+			return r.err
 		case <-ctx.Done():
 			return fmt.Errorf("correctnesslease: release %s: waiting for an earlier Release: %w", l.prefix, context.Cause(ctx))
 		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.relErr
 	}
-	l.relDone = make(chan struct{})
+	r := &releaseCall{done: make(chan struct{})}
+	l.releasing = r
 	l.mu.Unlock()
 
 	l.lose(coord.LossReleased, nil)
 	ctx, span := l.s.in.tracer.Start(ctx, "correctnesslease.Release")
 	defer span.End()
-	err := l.deleteKey(ctx)
-	if err != nil {
+	if err := l.deleteKey(ctx); err != nil {
 		span.SetStatus(codes.Error, err.Error())
-		err = fmt.Errorf("correctnesslease: release %s: %w", l.prefix, err)
+		r.err = fmt.Errorf("correctnesslease: release %s: %w", l.prefix, err)
 	}
 	l.mu.Lock()
-	l.relErr = err
-	close(l.relDone)
+	l.releasing, l.released = nil, r.err == nil
 	l.mu.Unlock()
-	return err
+	close(r.done)
+	return r.err
+}
+
+// releaseCall is one Release in flight; err is set before done is closed.
+type releaseCall struct {
+	done chan struct{}
+	err  error
 }
 
 // deleteKey deletes the key only if it is still ours.
