@@ -115,7 +115,7 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 		// session queues the same key meanwhile; l unregisters once settled.
 		s.unknownQueues.Add(1)
 		l.fenceUnknown(err)
-		if cause := context.Cause(ctx); cause != nil {
+		if cause := ended(ctx); cause != nil {
 			err = fmt.Errorf("%v: %w", err, &coord.AuthorityLostError{Lease: prefix, Reason: coord.LossCancelled, Err: cause})
 		}
 		return nil, fmt.Errorf("correctnesslease: acquire %s: queue: %w", prefix, err)
@@ -160,6 +160,19 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 	s.in.acquired(prefix)
 	span.SetAttributes(attribute.Int64("coord.token_revision", l.rev))
 	return l, nil
+}
+
+// ended returns ctx's cause once it is done or its deadline has passed: etcd
+// learns the deadline too and may answer "request timed out" an instant before
+// the client's own timer has cancelled ctx.
+func ended(ctx context.Context) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // staleKeyError is queue's report of our key existing already, at rev.
@@ -302,7 +315,7 @@ wait:
 			continue
 		}
 		if !resp.Succeeded {
-			l.lose(coord.LossKeyDeleted, errors.New("key "+l.key+" deleted while waiting"))
+			l.keyVanished(errors.New("key " + l.key + " deleted or changed while waiting"))
 			return "", 0, l.lossErr()
 		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs

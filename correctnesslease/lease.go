@@ -189,11 +189,11 @@ func (l *Lease) watchKey() {
 				break // compacted or cancelled: re-read below
 			}
 			for _, ev := range wr.Events {
-				what := "deleted"
 				if ev.Type == clientv3.EventTypePut {
-					what = "overwritten"
+					l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s overwritten at revision %d", l.key, ev.Kv.ModRevision))
+				} else {
+					l.keyVanished(fmt.Errorf("key %s deleted at revision %d", l.key, ev.Kv.ModRevision))
 				}
-				l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s %s at revision %d", l.key, what, ev.Kv.ModRevision))
 				return
 			}
 			attempt = 0
@@ -212,10 +212,25 @@ func (l *Lease) watchKey() {
 			_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(ctx, l.s.cfg.Clock, attempt)
 			continue
 		}
-		if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.rev || resp.Kvs[0].ModRevision != l.rev {
-			l.lose(coord.LossKeyDeleted, errors.New("key "+l.key+" gone or changed after a watch restart"))
+		if len(resp.Kvs) == 0 {
+			l.keyVanished(errors.New("key " + l.key + " gone after a watch restart"))
+			return
+		}
+		if resp.Kvs[0].CreateRevision != l.rev || resp.Kvs[0].ModRevision != l.rev {
+			l.lose(coord.LossKeyDeleted, errors.New("key "+l.key+" changed after a watch restart"))
 			return
 		}
 		next = resp.Header.Revision + 1
 	}
+}
+
+// keyVanished ends the lease's authority because its key is gone (detail says
+// how it was seen), with the reason Session.keyGone finds: the session's renewal
+// deadline or expiry when the key went with the session's etcd lease,
+// LossKeyDeleted only when someone else deleted it.
+func (l *Lease) keyVanished(detail error) {
+	if l.ctx.Err() != nil {
+		return // lost already (a Release deletes the key after cancelling)
+	}
+	l.lose(l.s.keyGone(l.s.stopCtx), detail)
 }

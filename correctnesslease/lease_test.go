@@ -385,16 +385,16 @@ func TestContextCause(t *testing.T) {
 		if _, err := cli.Revoke(ctx, s.LeaseID()); err != nil {
 			t.Fatal(err)
 		}
-		// The key watch may see the deletion before the keepalive sees
-		// "lease not found"; both are loss. The session itself must report
-		// expiry at its next keepalive (within TTL/3).
+		// The key watch sees the deletion before the next keepalive sees
+		// "lease not found": the key went with the session's lease, so the
+		// reason is the session's expiry, not "deleted by someone else".
 		waitDone(t, s.Done(), testTTL, "session after revoke")
 		if lossReason(s.Err()) != coord.LossSessionExpired {
 			t.Fatalf("session Err %v", s.Err())
 		}
 		waitDone(t, l.Context().Done(), time.Second, "lease after revoke")
-		if r := lossReason(context.Cause(l.Context())); r != coord.LossSessionExpired && r != coord.LossKeyDeleted {
-			t.Fatalf("lease cause %v", context.Cause(l.Context()))
+		if r := lossReason(context.Cause(l.Context())); r != coord.LossSessionExpired {
+			t.Fatalf("lease cause %v, want %s", context.Cause(l.Context()), coord.LossSessionExpired)
 		}
 	})
 	t.Run("renewal deadline", func(t *testing.T) {
@@ -446,8 +446,8 @@ func TestSessionLostWhileWaiting(t *testing.T) {
 	}
 	select {
 	case err := <-errc:
-		if r := lossReason(err); r != coord.LossKeyDeleted && r != coord.LossSessionExpired {
-			t.Fatalf("Acquire returned %v", err)
+		if r := lossReason(err); r != coord.LossSessionExpired {
+			t.Fatalf("Acquire returned %v, want reason %s", err, coord.LossSessionExpired)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Acquire still waiting on an expired session")

@@ -3,6 +3,7 @@ package correctnesslease
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,8 +12,12 @@ import (
 )
 
 // TestMain runs the package's tests with a leak check, and gives the examples an
-// embedded etcd through COORD_EXAMPLE_ETCD.
+// embedded etcd through COORD_EXAMPLE_ETCD. Re-executed with pausedChildArg, the
+// test binary is the paused holder of TestPausedHolderReportsItsOwnExpiry.
 func TestMain(m *testing.M) {
+	if i := slices.Index(os.Args, pausedChildArg); i >= 0 {
+		os.Exit(pausedChild(os.Args[i+1:]))
+	}
 	os.Exit(runWithExampleEtcd(m))
 }
 

@@ -1,0 +1,119 @@
+package correctnesslease
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// expiryReasons are the loss reasons that mean the holder's own lease lapsed:
+// what the step-down alert counts and the GC-pause runbook queries.
+var expiryReasons = []coord.LossReason{coord.LossRenewalDeadline, coord.LossSessionExpired}
+
+// TestStepDownAlertAgreesWithDocs holds the step-down alert rule, the metric
+// tables and the runbook together: one rule, one threshold, one severity, and
+// the reasons the package reports when a holder's own lease lapsed.
+func TestStepDownAlertAgreesWithDocs(t *testing.T) {
+	const alert = "CoordLeaseStepDownsHigh"
+	b, err := os.ReadFile("../deploy/prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Rules []struct {
+				Alert  string            `json:"alert"`
+				Expr   string            `json:"expr"`
+				Labels map[string]string `json:"labels"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	var expr, severity string
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == alert {
+				expr, severity = r.Expr, r.Labels["severity"]
+			}
+		}
+	}
+	m := regexp.MustCompile(`coord_lease_step_downs_total\{coord_reason=~"([^"]+)"\}\[1h\]\)\) > (\d+)$`).FindStringSubmatch(expr)
+	if m == nil || severity == "" {
+		t.Fatalf("%s: expr %q (severity %q) is not a per-hour count of step-downs by coord_reason with a threshold", alert, expr, severity)
+	}
+	selector, threshold := m[1], m[2]
+	var want []string
+	for _, r := range expiryReasons {
+		want = append(want, string(r))
+	}
+	if got := strings.Split(selector, "|"); !slices.Equal(got, want) {
+		t.Errorf("%s counts reasons %v, want %v", alert, got, want)
+	}
+	if n, _ := strconv.Atoi(threshold); n <= 0 {
+		t.Errorf("%s threshold %q", alert, threshold)
+	}
+
+	// Every document that describes the rule states it the same way.
+	for _, doc := range []string{"../docs/correctnesslease.md", "../docs/metrics.md", "../docs/runbooks/gc-pause-double-charge.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		// The paragraph (or table row) that names the alert.
+		var para string
+		for _, p := range strings.Split(text, "\n\n") {
+			for _, line := range strings.Split(p, "\n") {
+				if strings.Contains(line, alert) {
+					if strings.HasPrefix(line, "|") {
+						para += line + "\n"
+					} else {
+						para += p + "\n"
+					}
+				}
+			}
+		}
+		if para == "" {
+			t.Errorf("%s does not mention %s", doc, alert)
+			continue
+		}
+		for _, r := range want {
+			if !strings.Contains(para, r) {
+				t.Errorf("%s: %s described without reason %s:\n%s", doc, alert, r, para)
+			}
+		}
+		if !regexp.MustCompile(`\b` + severity + `\b`).MatchString(para) {
+			t.Errorf("%s: %s described without its severity %q:\n%s", doc, alert, severity, para)
+		}
+		if !strings.Contains(para, "> "+threshold+"/h") && !strings.Contains(para, "more than "+threshold+" in an hour") {
+			t.Errorf("%s: %s described without its threshold (> %s/h):\n%s", doc, alert, threshold, para)
+		}
+		// No other step-down threshold anywhere in the document.
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, "step_downs") {
+				for _, n := range regexp.MustCompile(`> (\d+)/h`).FindAllStringSubmatch(line, -1) {
+					if n[1] != threshold {
+						t.Errorf("%s: a step-down threshold of %s/h, the rule says %s/h: %q", doc, n[1], threshold, line)
+					}
+				}
+			}
+		}
+	}
+	// The runbook's query is the rule's selector.
+	rb, err := os.ReadFile("../docs/runbooks/gc-pause-double-charge.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rb), `coord_reason=~"`+selector+`"`) {
+		t.Errorf("the runbook's query does not use the rule's selector coord_reason=~%q", selector)
+	}
+}
