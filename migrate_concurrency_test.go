@@ -43,7 +43,7 @@ func components(t *testing.T, pool *pgxpool.Pool) []component {
 	if err != nil {
 		t.Fatal(err)
 	}
-	barrier, err := saga.NewBarrier("")
+	barrier, err := saga.NewBarrier(saga.BarrierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

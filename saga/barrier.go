@@ -26,9 +26,41 @@ import (
 // compensation first inserts the action's row, so an action that comes later finds
 // it taken. Safe for concurrent use.
 type Barrier struct {
-	table  string
-	ins    string
-	schema pgschema.Component
+	ins, reason string // the statements, with the quoted table name
+	schema      pgschema.Component
+}
+
+// DefaultBarrierTable is the barrier table's name when BarrierConfig.Table is empty.
+const DefaultBarrierTable = "coord_saga_barrier"
+
+// BarrierConfig configures a Barrier. The zero value is valid.
+type BarrierConfig struct {
+	// Schema holds the barrier table. Default "": the connection's search_path.
+	Schema string
+	// Table is the barrier table, in the participant's database. Default
+	// DefaultBarrierTable. Any printable UTF-8 without '.' of at most 63 bytes;
+	// always quoted. It must not name a saga table (Migrate refuses a relation it
+	// did not create).
+	Table string
+}
+
+func (c BarrierConfig) withDefaults() BarrierConfig {
+	if c.Table == "" {
+		c.Table = DefaultBarrierTable
+	}
+	return c
+}
+
+func (c BarrierConfig) validate() error {
+	if c.Schema != "" {
+		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
+			return nameError(ne)
+		}
+	}
+	if ne := pgschema.CheckIdent("Table", c.Table); ne != nil {
+		return nameError(ne)
+	}
+	return nil
 }
 
 // Outcome says what a barrier call did.
@@ -62,21 +94,23 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// NewBarrier returns a barrier on table (plain identifier, always quoted; "" means
-// DefaultBarrierTable). An invalid name returns ErrInvalidConfig.
-func NewBarrier(table string) (*Barrier, error) {
-	if table == "" {
-		table = DefaultBarrierTable
-	}
-	if err := validateTable("barrier table", table); err != nil {
+// NewBarrier validates cfg and returns a Barrier on its table. An invalid name is
+// a *ConfigError (ErrInvalidConfig). It does not touch the database (see Migrate).
+func NewBarrier(cfg BarrierConfig) (*Barrier, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	schema, err := barrierComponent(table)
+	schema, err := barrierComponent(cfg.Schema, cfg.Table)
 	if err != nil {
 		return nil, err
 	}
-	return &Barrier{table: table, schema: schema, ins: `INSERT INTO ` + ident(table) +
-		` (saga_id, step, op, reason) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`}, nil
+	t := pgschema.Qualified(cfg.Schema, cfg.Table)
+	return &Barrier{
+		schema: schema,
+		ins:    `INSERT INTO ` + t + ` (saga_id, step, op, reason) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		reason: `SELECT reason FROM ` + t + ` WHERE saga_id = $1 AND step = $2 AND op = 'action'`,
+	}, nil
 }
 
 // ParseKey splits an idempotency key "<saga id>/<step>" (StepContext.IdempotencyKey).
@@ -105,8 +139,7 @@ func (b *Barrier) ActionTx(ctx context.Context, tx pgx.Tx, key string, fn func(c
 	}
 	if tag.RowsAffected() == 0 {
 		var reason string
-		if err := tx.QueryRow(ctx, `SELECT reason FROM `+ident(b.table)+` WHERE saga_id = $1 AND step = $2 AND op = 'action'`,
-			id, step).Scan(&reason); err != nil {
+		if err := tx.QueryRow(ctx, b.reason, id, step).Scan(&reason); err != nil {
 			return 0, fmt.Errorf("saga: barrier: %w", err)
 		}
 		if reason == "compensate" {

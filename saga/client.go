@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
@@ -51,25 +50,21 @@ const (
 // saga.state_age_seconds callback with cfg.MeterProvider; Close unregisters it.
 func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil pool", ErrInvalidConfig)
+		return nil, &ConfigError{Field: "pool", Reason: "nil"}
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	tp := cfg.TracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	schema, err := sagaComponent(cfg.Table)
+	schema, err := sagaComponent(cfg.Schema, cfg.Table)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{
 		pool:   pool,
 		cfg:    cfg,
-		q:      newQueries(cfg.Table),
-		tracer: tp.Tracer(coord.InstrumentationName + "/saga"),
+		q:      newQueries(cfg.Schema, cfg.Table),
+		tracer: cfg.TracerProvider.Tracer(coord.InstrumentationName + "/saga"),
 		defs:   map[string]*erasedDef{},
 		schema: schema,
 	}

@@ -9,14 +9,17 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgschema"
 )
 
 // Defaults of Config.
 const (
+	DefaultTable                = "coord_sagas"
 	DefaultConcurrency          = 16
 	DefaultClaimTTL             = 30 * time.Second
 	DefaultPollInterval         = time.Second
@@ -28,37 +31,48 @@ const (
 // Config configures a [Client]. The zero value is valid: every field states its
 // default.
 type Config struct {
-	// Table is the saga table (plain identifier, always quoted). Default DefaultTable.
-	// The LISTEN/NOTIFY channel is Table + "_due".
+	// Schema holds the saga table. Default "": the connection's search_path.
+	Schema string
+	// Table is the saga table. Default DefaultTable. Any printable UTF-8 without
+	// '.' of at most 63 bytes, together with its derived index, constraint and
+	// channel names (Table + "_due_idx", "_state_idx", "_no_comp_after_pivot",
+	// "_due"); always quoted. The LISTEN/NOTIFY channel is Table + "_due".
 	Table string
-	// Owner identifies this process in claim_owner. Default "<hostname>-<pid>-<random>".
+	// Owner identifies this process in claim_owner; at most 200 bytes. Default
+	// "<hostname>-<pid>-<random>".
 	Owner string
-	// Concurrency is how many sagas one runner drives at once. Default 16. Size
+	// Concurrency is how many sagas one runner drives at once, in [1, 10000].
+	// Default DefaultConcurrency (16). Size
 	// the pool for it: each in-flight saga holds a connection during its write,
 	// and Run keeps one more for LISTEN.
 	Concurrency int
 	// ClaimTTL is how long a claim lasts without a write; each committed step
 	// extends it. It must exceed the longest step: the step's context is cancelled
 	// shortly before the claim expires, and a runner whose claim was taken over
-	// cannot write (claim_version fence). Default 30 s.
+	// cannot write (claim_version fence). Default DefaultClaimTTL (30 s); at least
+	// 100 ms.
 	ClaimTTL time.Duration
-	// PollInterval is the polling fallback when no NOTIFY arrives. Default 1 s.
+	// PollInterval is the polling fallback when no NOTIFY arrives. Default
+	// DefaultPollInterval (1 s); at least 1 ms.
 	PollInterval time.Duration
 	// Backoff schedules retries of failed steps and compensations (full jitter).
 	// Default coord.Backoff{} (base 100 ms, cap 30 s).
 	Backoff coord.Backoff
 	// CompensationAttempts is how many times a compensation may fail before the
-	// saga pages and goes to needs_human. Default 3 (RFC MUST 5).
+	// saga pages and goes to needs_human. Default DefaultCompensationAttempts (3,
+	// RFC MUST 5).
 	CompensationAttempts int
 	// StuckAfter is how long after its pivot a saga may keep retrying forward
-	// before it pages (once, reason PageStuckAfterPivot). Default 1 h.
+	// before it pages (once, reason PageStuckAfterPivot). Default DefaultStuckAfter
+	// (1 h).
 	StuckAfter time.Duration
 	// OnPage is called (from a runner goroutine; keep it short) when a saga needs a
 	// human: a compensation failed CompensationAttempts times, or a saga past its
 	// pivot has retried for StuckAfter. Default nil: pages are only logged (Error)
 	// and counted.
 	OnPage func(ctx context.Context, p Page)
-	// MaxDataBytes bounds the JSON of saga data and of each step output. Default 1 MiB.
+	// MaxDataBytes bounds the JSON of saga data and of each step output. Default
+	// DefaultMaxDataBytes (1 MiB).
 	MaxDataBytes int
 	// Logger receives the runner's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -126,31 +140,59 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
 	return c
 }
 
+// Derived names of the saga table.
+var (
+	dueIdx      = pgschema.Derived{Suffix: "_due_idx", What: "index"}
+	stateIdx    = pgschema.Derived{Suffix: "_state_idx", What: "index"}
+	noCompCheck = pgschema.Derived{Suffix: "_no_comp_after_pivot", What: "constraint"}
+	dueChannel  = pgschema.Derived{Suffix: "_due", What: "NOTIFY channel"}
+)
+
+// Bounds of Config.
+const (
+	maxConcurrency = 10000
+	minClaimTTL    = 100 * time.Millisecond
+	minPoll        = time.Millisecond
+	maxOwnerBytes  = 200
+)
+
+// validate checks a Config after withDefaults. Errors are *ConfigError.
 func (c Config) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	if c.Schema != "" {
+		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
+			return nameError(ne)
+		}
 	}
-	if err := validateTable("Table", c.Table); err != nil {
-		return err
+	if ne := pgschema.CheckIdent("Table", c.Table, dueIdx, stateIdx, noCompCheck, dueChannel); ne != nil {
+		return nameError(ne)
+	}
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
-	case c.Concurrency < 1 || c.Concurrency > 10000:
-		return bad("Concurrency %d outside [1, 10000]", c.Concurrency)
-	case c.ClaimTTL < 100*time.Millisecond:
-		return bad("ClaimTTL %v below 100ms", c.ClaimTTL)
-	case c.PollInterval < time.Millisecond:
-		return bad("PollInterval %v below 1ms", c.PollInterval)
+	case c.Concurrency < 1 || c.Concurrency > maxConcurrency:
+		return bad("Concurrency", "%d outside [1, %d]", c.Concurrency, maxConcurrency)
+	case c.ClaimTTL < minClaimTTL:
+		return bad("ClaimTTL", "%v below %v", c.ClaimTTL, minClaimTTL)
+	case c.PollInterval < minPoll:
+		return bad("PollInterval", "%v below %v", c.PollInterval, minPoll)
 	case c.CompensationAttempts < 1:
-		return bad("CompensationAttempts %d below 1", c.CompensationAttempts)
+		return bad("CompensationAttempts", "%d below 1", c.CompensationAttempts)
 	case c.StuckAfter < 0:
-		return bad("StuckAfter %v negative", c.StuckAfter)
+		return bad("StuckAfter", "%v negative", c.StuckAfter)
 	case c.MaxDataBytes < 2:
-		return bad("MaxDataBytes %d below 2", c.MaxDataBytes)
-	case len(c.Owner) > 200:
-		return bad("Owner longer than 200 bytes")
+		return bad("MaxDataBytes", "%d below 2", c.MaxDataBytes)
+	case len(c.Owner) > maxOwnerBytes:
+		return bad("Owner", "longer than %d bytes", maxOwnerBytes)
 	}
 	return nil
 }

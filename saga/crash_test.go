@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -36,7 +37,7 @@ func crashWorker() int {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
 	}
-	b, _ := NewBarrier("")
+	b, _ := NewBarrier(BarrierConfig{})
 	p := &participant{pool: pool, b: b, calls: map[string]int{}}
 	cfg := crashConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -336,7 +337,7 @@ func lineWith(out, substr string) string {
 func countNonTerminal(t *testing.T, c *Client) int {
 	t.Helper()
 	var n int
-	q := `SELECT count(*) FROM ` + ident(c.cfg.Table) + ` WHERE state NOT IN ('completed', 'compensated')`
+	q := `SELECT count(*) FROM ` + pgschema.Qualified(c.cfg.Schema, c.cfg.Table) + ` WHERE state NOT IN ('completed', 'compensated')`
 	if err := c.pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

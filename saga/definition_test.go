@@ -103,17 +103,34 @@ func TestParseKey(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, table := range []string{`x"; DROP TABLE users; --`, "1abc", "a-b", "", strings.Repeat("a", 49), "ta ble", "tabl\x00e"} {
-		cfg := Config{Table: table}.withDefaults()
-		if table == "" {
-			continue
+	// The one identifier rule: at most 63 bytes with every derived name, no '.',
+	// no control character, valid UTF-8. 44 bytes fit, but the derived constraint
+	// "…_no_comp_after_pivot" would not; the barrier derives nothing.
+	for _, tc := range []struct {
+		table      string
+		sagaBad    bool
+		barrierBad bool
+	}{
+		{`x"; DROP TABLE users; --`, false, false},
+		{"a.b", true, true},
+		{"tabl\x00e", true, true},
+		{strings.Repeat("a", 64), true, true},
+		{strings.Repeat("a", 43), false, false},
+		{strings.Repeat("a", 44), true, false},
+	} {
+		check := func(what string, err error, wantBad bool) {
+			var ce *ConfigError
+			if wantBad != (err != nil) || (err != nil && (!errors.As(err, &ce) || ce.Field != "Table" || !errors.Is(err, ErrInvalidConfig))) {
+				t.Errorf("%s %q: %v, want a *ConfigError for Table: %v", what, tc.table, err, wantBad)
+			}
 		}
-		if err := cfg.validate(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("table %q: %v", table, err)
-		}
-		if _, err := NewBarrier(table); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewBarrier %q: %v", table, err)
-		}
+		check("Config", Config{Table: tc.table}.withDefaults().validate(), tc.sagaBad)
+		_, err := NewBarrier(BarrierConfig{Table: tc.table})
+		check("NewBarrier", err, tc.barrierBad)
+	}
+	var ce *ConfigError
+	if _, err := NewBarrier(BarrierConfig{Schema: "s\n"}); !errors.As(err, &ce) || ce.Field != "Schema" {
+		t.Errorf("bad barrier schema: %v", err)
 	}
 	bad := []Config{{Concurrency: -1}, {ClaimTTL: time.Millisecond}, {CompensationAttempts: -1}, {StuckAfter: -1}, {MaxDataBytes: 1}}
 	for _, c := range bad {

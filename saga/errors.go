@@ -3,6 +3,9 @@ package saga
 import (
 	"errors"
 	"fmt"
+	"strconv"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // Definition errors, returned by [New] inside a *DefinitionError.
@@ -42,7 +45,8 @@ var (
 	// ErrInvalidData: saga data or a step output cannot be stored (not JSON-
 	// serialisable, or it contains invalid UTF-8, which JSON would silently replace).
 	ErrInvalidData = errors.New("saga: invalid data")
-	// ErrInvalidConfig: a Config or option failed validation.
+	// ErrInvalidConfig: a Config field (returned as *ConfigError) or a per-call
+	// option failed validation.
 	ErrInvalidConfig = errors.New("saga: invalid config")
 	// ErrUnknownType: the saga type is not registered with this client.
 	ErrUnknownType = errors.New("saga: unknown saga type")
@@ -126,3 +130,26 @@ func (e *StateError) Error() string {
 
 // Is makes errors.Is(err, ErrWrongState) true.
 func (e *StateError) Is(target error) bool { return target == ErrWrongState }
+
+// ConfigError reports an invalid Config or BarrierConfig field. It matches
+// ErrInvalidConfig and, for an invalid table or schema name, unwraps to the
+// *coord.NameError.
+type ConfigError struct {
+	Field  string // the field the caller set, e.g. "Table", or the argument ("pool")
+	Reason string // what is wrong with it
+	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
+}
+
+// Error describes the invalid field.
+func (e *ConfigError) Error() string { return "saga: invalid config " + e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// nameError reports an invalid identifier as the ConfigError of its field.
+func nameError(ne *coord.NameError) *ConfigError {
+	return &ConfigError{Field: ne.Field, Reason: strconv.Quote(ne.Value) + ": " + ne.Reason, Err: ne}
+}

@@ -27,7 +27,7 @@ func Example() {
 	pool, schema := examplePool(ctx)
 	defer dropSchema(ctx, pool, schema)
 	// The participant's side: its barrier table, in its own database (here the same).
-	barrier, err := saga.NewBarrier("")
+	barrier, err := saga.NewBarrier(saga.BarrierConfig{})
 	if err != nil {
 		panic(err)
 	}

@@ -40,7 +40,7 @@ const effectsDDL = `CREATE TABLE IF NOT EXISTS effects (saga_id text NOT NULL, s
 func newParticipant(t testing.TB, pool *pgxpool.Pool) *participant {
 	t.Helper()
 	ctx := context.Background()
-	b, err := NewBarrier("")
+	b, err := NewBarrier(BarrierConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -18,11 +17,7 @@ type metrics struct {
 }
 
 func newMetrics(c *Client) (*metrics, error) {
-	mp := c.cfg.MeterProvider
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
-	meter := mp.Meter(coord.InstrumentationName + "/saga")
+	meter := c.cfg.MeterProvider.Meter(coord.InstrumentationName + "/saga")
 	m := &metrics{}
 	var err error
 	if m.steps, err = meter.Int64Counter(coord.MetricSagaSteps,

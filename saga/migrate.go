@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"regexp"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,51 +23,27 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// DefaultTable is the default name of the saga table.
-const DefaultTable = "coord_sagas"
-
-// DefaultBarrierTable is the default name of the participant-side barrier table.
-const DefaultBarrierTable = "coord_saga_barrier"
-
-// tableName accepts plain identifiers only: a letter or underscore, then letters,
-// digits and underscores, at most 48 bytes (room for index-name suffixes within
-// Postgres's 63). Names are still always quoted with pgx.Identifier.
-var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,47}$`)
-
-func validateTable(field, name string) error {
-	if !tableName.MatchString(name) {
-		v := name
-		if len(v) > 64 {
-			v = v[:64]
-		}
-		return fmt.Errorf("%w: %s %q: want a letter or '_' then letters, digits or '_', at most 48 bytes", ErrInvalidConfig, field, v)
-	}
-	return nil
-}
-
-func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
-
 // sagaComponent is the versioned schema of the saga table.
-func sagaComponent(table string) (pgschema.Component, error) {
+func sagaComponent(schema, table string) (pgschema.Component, error) {
 	ms, err := pgschema.Load(migrations, "migrations/saga", map[string]string{
-		"sagas":                       ident(table),
-		"due_idx":                     ident(table + "_due_idx"),
-		"state_idx":                   ident(table + "_state_idx"),
-		"no_compensation_after_pivot": ident(table + "_no_comp_after_pivot"),
+		"sagas":                       pgschema.Qualified(schema, table),
+		"due_idx":                     pgschema.Quoted(table + dueIdx.Suffix),
+		"state_idx":                   pgschema.Quoted(table + stateIdx.Suffix),
+		"no_compensation_after_pivot": pgschema.Quoted(table + noCompCheck.Suffix),
 	})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("saga: %w", err)
 	}
-	return pgschema.Component{Kind: "saga", Name: table, Migrations: ms}, nil
+	return pgschema.Component{Kind: "saga", Schema: schema, Name: table, Migrations: ms}, nil
 }
 
 // barrierComponent is the versioned schema of the barrier table.
-func barrierComponent(table string) (pgschema.Component, error) {
-	ms, err := pgschema.Load(migrations, "migrations/barrier", map[string]string{"barrier": ident(table)})
+func barrierComponent(schema, table string) (pgschema.Component, error) {
+	ms, err := pgschema.Load(migrations, "migrations/barrier", map[string]string{"barrier": pgschema.Qualified(schema, table)})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("saga: barrier: %w", err)
 	}
-	return pgschema.Component{Kind: "saga_barrier", Name: table, Migrations: ms}, nil
+	return pgschema.Component{Kind: "saga_barrier", Schema: schema, Name: table, Migrations: ms}, nil
 }
 
 // Migrate brings the client's saga table to the newest schema version, in a

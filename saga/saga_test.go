@@ -216,9 +216,21 @@ func TestStartRejectsBadInput(t *testing.T) {
 	if n, _ := c.List(ctx, nil); len(n) != 0 {
 		t.Fatalf("rejected starts stored %d sagas", len(n))
 	}
-	// hostile table names never reach SQL
-	if _, err := NewClient(e.db.Pool, Config{Table: `x" ; DROP TABLE effects; --`}); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("hostile table: %v", err)
+	// A hostile table name is quoted, never interpreted: the table gets that
+	// literal name and the table it tries to drop survives.
+	const hostile = `x" ; DROP TABLE effects; --`
+	hc, err := NewClient(e.db.Pool, Config{Table: hostile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	if err := hc.Migrate(ctx, e.db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename IN ($2, 'effects')`,
+		e.db.Schema, hostile).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("hostile table name: %d of the 2 tables exist (%v)", n, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 )
@@ -48,11 +49,11 @@ type queries struct {
 const infoCols = `id, saga_type, state, step, pivot_step, step_count, attempts, next_attempt_at,
 	coalesce(last_error, ''), coalesce(failure, ''), data, outputs, created_at, updated_at, state_since, pivot_at, claim_owner, claim_version`
 
-func newQueries(table string) queries {
-	t := ident(table)
+func newQueries(schema, table string) queries {
+	t := pgschema.Qualified(schema, table)
 	r := func(s string) string { return strings.ReplaceAll(s, "$T", t) }
-	q := queries{channel: table + "_due"}
-	q.listen = "LISTEN " + ident(q.channel)
+	q := queries{channel: table + dueChannel.Suffix}
+	q.listen = "LISTEN " + pgschema.Quoted(q.channel)
 	q.insert = r(`WITH ins AS (
 		INSERT INTO $T (id, saga_type, state, step, pivot_step, step_count, data, next_attempt_at)
 		VALUES ($1, $2, 'running', 0, $3, $4, $5, now() + make_interval(secs => $6))

@@ -31,7 +31,7 @@ func runSaga(ctx context.Context, e *env) (string, bool) {
 	if _, err := e.pool.Exec(ctx, `CREATE TABLE ledger (seq bigserial PRIMARY KEY, order_id text NOT NULL, entry text NOT NULL)`); err != nil {
 		return err.Error(), false
 	}
-	barrier, err := saga.NewBarrier(saga.DefaultBarrierTable)
+	barrier, err := saga.NewBarrier(saga.BarrierConfig{})
 	if err != nil {
 		return err.Error(), false
 	}
