@@ -91,14 +91,14 @@ func fencePairs(bm *testing.B, nameA, nameB string, a, b func() error) {
 func BenchmarkFenceTx(b *testing.B) {
 	pool, f, tok := newFenceBench(b)
 	ctx := context.Background()
-	work := func(tx pgx.Tx) error {
+	work := func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance + 1 WHERE id = 1"); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "INSERT INTO ledger (account, amount) VALUES (1, 1)")
 		return err
 	}
-	plain := func() error { return pgx.BeginFunc(ctx, pool, work) }
+	plain := func() error { return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return work(ctx, tx) }) }
 	fenced := func() error { return f.Exec(ctx, pool, tok, work) }
 	for range 50 { // warm the pool and the statement caches
 		if err := plain(); err != nil {

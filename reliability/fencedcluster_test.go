@@ -58,7 +58,7 @@ func newFencedCounter(t *testing.T) *fencedCounter {
 // false when the outcome is ambiguous (resolve it with lookup).
 func (c *fencedCounter) incr(ctx context.Context, tok coord.Token, id string) (out RegisterOutput, known bool) {
 	var value int64
-	err := c.fence.Exec(ctx, c.pool, tok, func(tx pgx.Tx) error {
+	err := c.fence.Exec(ctx, c.pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `UPDATE counter SET value = value + 1 WHERE id = 1 RETURNING value`).Scan(&value); err != nil {
 			return err
 		}

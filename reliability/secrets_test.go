@@ -77,8 +77,8 @@ func TestSecretsCanary(t *testing.T) {
 	keep(fence.Migrate(ctx, pool))
 	newer, _ := coord.ParseToken("/tenants/acme/elections/canary@9")
 	older, _ := coord.ParseToken("/tenants/acme/elections/canary@3")
-	keep(fence.Exec(ctx, pool, newer, func(pgx.Tx) error { return nil }))
-	stale := fence.Exec(ctx, pool, older, func(pgx.Tx) error { return nil })
+	keep(fence.Exec(ctx, pool, newer, func(context.Context, pgx.Tx) error { return nil }))
+	stale := fence.Exec(ctx, pool, older, func(context.Context, pgx.Tx) error { return nil })
 	if !errors.Is(stale, coord.ErrStaleToken) {
 		t.Fatalf("stale token not rejected: %v", stale)
 	}

@@ -191,7 +191,7 @@ func runScheduler(args []string) int {
 			// Like the billing job in the story, the charge is not re-checked against
 			// the lease's context: only the fence stands between a zombie and a
 			// double charge.
-			err = fence.Exec(context.WithoutCancel(lctx), pool, tok, func(tx pgx.Tx) error {
+			err = fence.Exec(context.WithoutCancel(lctx), pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 				_, err := tx.Exec(lctx, `INSERT INTO charges (customer, scheduler, token) VALUES ($1, $2, $3)`, next, id, tok.String())
 				return err
 			})

@@ -48,7 +48,7 @@ func (l *incrementLog) record(id string, err error) {
 // increment applies id at most once: the id row and the counter bump commit
 // together, fenced by tok, and a retried id is a no-op.
 func increment(ctx context.Context, f *pgfence.Fence, pool *pgxpool.Pool, tok coord.Token, client int, id string) error {
-	return f.Exec(ctx, pool, tok, func(tx pgx.Tx) error {
+	return f.Exec(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO incs (id, client, revision) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, id, client, tok.Revision())
 		if err != nil || tag.RowsAffected() == 0 {
 			return err

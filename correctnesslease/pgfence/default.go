@@ -36,6 +36,6 @@ func GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 
 // Exec is Fence.Exec with the default Config (table "coord_fences"): begin,
 // GuardTx, fn, commit. See Fence.Exec.
-func Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(tx pgx.Tx) error) error {
+func Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	return std.Exec(ctx, db, tok, fn)
 }

@@ -1,6 +1,7 @@
 package pgfence_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -16,7 +17,7 @@ func TestPackageLevelFunctionsUseTheDefaultTable(t *testing.T) {
 	if err := pgfence.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := pgfence.Exec(ctx, db.Pool, tok(t, "/d@4"), func(pgx.Tx) error { return nil }); err != nil {
+	if err := pgfence.Exec(ctx, db.Pool, tok(t, "/d@4"), func(context.Context, pgx.Tx) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := db.Pool.Begin(ctx)

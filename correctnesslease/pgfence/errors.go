@@ -3,6 +3,7 @@ package pgfence
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/coordkit/coordkit/coord"
 )
@@ -10,6 +11,9 @@ import (
 // ErrZeroToken is returned when a write presents the zero coord.Token. It also
 // matches coord.ErrInvalidToken. Nothing is written.
 var ErrZeroToken = fmt.Errorf("pgfence: zero fencing token: %w", coord.ErrInvalidToken)
+
+// ErrInvalidConfig matches every *ConfigError: an invalid Config or RowSpec field.
+var ErrInvalidConfig = errors.New("pgfence: invalid config")
 
 // ErrRowNotFound is returned (wrapped) by [RowUpdater.Update] when no row has the
 // given key, as opposed to a row whose fence is newer than the token (which is a
@@ -26,4 +30,26 @@ func staleError(presented coord.Token, highest int64) error {
 		return fmt.Errorf("pgfence: stale token %s (highest revision %d): %w", presented, highest, coord.ErrStaleToken)
 	}
 	return &coord.StaleTokenError{Presented: presented, Highest: h}
+}
+
+// ConfigError reports an invalid Config or RowSpec field. It matches
+// ErrInvalidConfig and, for an invalid name, unwraps to the *coord.NameError.
+type ConfigError struct {
+	Field  string // the field the caller set, e.g. "Table" or "RowSpec.Key"
+	Reason string // what is wrong with it
+	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
+}
+
+// Error describes the invalid field.
+func (e *ConfigError) Error() string { return "pgfence: invalid config " + e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// nameError reports an invalid identifier as the ConfigError of its field.
+func nameError(ne *coord.NameError) *ConfigError {
+	return &ConfigError{Field: ne.Field, Reason: strconv.Quote(ne.Value) + ": " + ne.Reason, Err: ne}
 }

@@ -67,7 +67,7 @@ func ExampleFence_Exec() {
 		log.Fatal(err)
 	}
 	charge := func(tok coord.Token) error {
-		return fence.Exec(ctx, pool, tok, func(tx pgx.Tx) error {
+		return fence.Exec(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, "INSERT INTO ledger VALUES ($1)", "charge by "+tok.String())
 			return err
 		})

@@ -22,11 +22,11 @@ func TestExecRollsBackWhenFnPanics(t *testing.T) {
 				t.Fatal("fn's panic did not reach the caller")
 			}
 		}()
-		_ = f.Exec(ctx, db.Pool, tok(t, "/p@10"), func(pgx.Tx) error { panic("boom") })
+		_ = f.Exec(ctx, db.Pool, tok(t, "/p@10"), func(context.Context, pgx.Tx) error { panic("boom") })
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := f.Exec(wctx, db.Pool, tok(t, "/p@11"), func(pgx.Tx) error { return nil }); err != nil {
+	if err := f.Exec(wctx, db.Pool, tok(t, "/p@11"), func(context.Context, pgx.Tx) error { return nil }); err != nil {
 		t.Fatalf("the next holder's Exec = %v: the panicked transaction still holds the fence row", err)
 	}
 }

@@ -38,10 +38,12 @@ type Fence struct {
 
 // New validates cfg (see Config for defaults) and returns a Fence. It does not touch
 // the database; call Migrate (or apply MigrationSQL with your own tool) first. An
-// invalid table or schema name is a *coord.NameError (coord.ErrInvalidName).
+// invalid table or schema name is a *ConfigError (ErrInvalidConfig) that unwraps to
+// the *coord.NameError.
 func New(cfg Config) (*Fence, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("pgfence: %w", err)
+		return nil, err
 	}
 	rejected, err := cfg.MeterProvider.Meter(coord.InstrumentationName+"/correctnesslease/pgfence").
 		Int64Counter(coord.MetricFenceRejected,
@@ -54,7 +56,7 @@ func New(cfg Config) (*Fence, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := quoted(cfg.Schema, cfg.Table)
+	t := pgschema.Qualified(cfg.Schema, cfg.Table)
 	return &Fence{
 		table: t,
 		guardSQL: "INSERT INTO " + t + " AS f (lease, revision) VALUES ($1, $2) " +
@@ -103,7 +105,7 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 // is stale (fn is not called), or the commit's error. It blocks while a transaction
 // with the same lease's token is in flight; ctx cancels any step. The transaction
 // commits only if fn returns nil.
-func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(tx pgx.Tx) error) (err error) {
+func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
 	if tok.IsZero() {
 		return ErrZeroToken
 	}
@@ -122,7 +124,7 @@ func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(
 	if err = f.GuardTx(ctx, tx, tok); err != nil {
 		return err
 	}
-	if err = fn(tx); err != nil {
+	if err = fn(ctx, tx); err != nil {
 		return err
 	}
 	if err = tx.Commit(ctx); err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 func guard(ctx context.Context, f *pgfence.Fence, pool *pgxpool.Pool, k coord.Token) error {
-	return f.Exec(ctx, pool, k, func(pgx.Tx) error { return nil })
+	return f.Exec(ctx, pool, k, func(context.Context, pgx.Tx) error { return nil })
 }
 
 func TestGuardTxOrdersTokensPerLease(t *testing.T) {
@@ -59,15 +59,18 @@ func TestExecCommitsOnlyFencedSuccessfulWork(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, "CREATE TABLE writes (v text)"); err != nil {
 		t.Fatal(err)
 	}
-	insert := func(v string) func(pgx.Tx) error {
-		return func(tx pgx.Tx) error { _, err := tx.Exec(ctx, "INSERT INTO writes VALUES ($1)", v); return err }
+	insert := func(v string) func(context.Context, pgx.Tx) error {
+		return func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "INSERT INTO writes VALUES ($1)", v)
+			return err
+		}
 	}
 	if err := f.Exec(ctx, db.Pool, tok(t, "/l@10"), insert("ok")); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := f.Exec(ctx, db.Pool, tok(t, "/l@10"), func(tx pgx.Tx) error {
-		if err := insert("rolled back")(tx); err != nil {
+	if err := f.Exec(ctx, db.Pool, tok(t, "/l@10"), func(ctx context.Context, tx pgx.Tx) error {
+		if err := insert("rolled back")(ctx, tx); err != nil {
 			return err
 		}
 		return boom
@@ -75,7 +78,7 @@ func TestExecCommitsOnlyFencedSuccessfulWork(t *testing.T) {
 		t.Fatalf("Exec with failing fn = %v, want boom", err)
 	}
 	called := false
-	if err := f.Exec(ctx, db.Pool, tok(t, "/l@9"), func(pgx.Tx) error { called = true; return nil }); !errors.Is(err, coord.ErrStaleToken) || called {
+	if err := f.Exec(ctx, db.Pool, tok(t, "/l@9"), func(context.Context, pgx.Tx) error { called = true; return nil }); !errors.Is(err, coord.ErrStaleToken) || called {
 		t.Fatalf("stale Exec = %v (fn called %v), want stale and fn not called", err, called)
 	}
 	if err := f.Exec(ctx, db.Pool, coord.Token{}, insert("zero")); !errors.Is(err, pgfence.ErrZeroToken) || !errors.Is(err, coord.ErrInvalidToken) {

@@ -35,7 +35,7 @@ const (
 // zombieWrite is the fenced write both the holder and its rival make: a log row
 // and a counter bump on the trial's row, in one transaction guarded by the token.
 func zombieWrite(ctx context.Context, f *pgfence.Fence, pool *pgxpool.Pool, tok coord.Token, name, writer string) error {
-	return f.Exec(ctx, pool, tok, func(tx pgx.Tx) error {
+	return f.Exec(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO writes (name, writer, revision) VALUES ($1, $2, $3)", name, writer, tok.Revision()); err != nil {
 			return err
 		}

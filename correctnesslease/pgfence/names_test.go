@@ -16,12 +16,19 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 		{Table: "bad\xffutf8"},
 		{Table: "nul\x00byte"},
 		{Table: "new\nline"},
+		{Table: "app.fences"}, // a schema goes in Schema
 		{Schema: "tab\tschema"},
 	} {
 		_, err := pgfence.New(cfg)
 		var ne *coord.NameError
-		if !errors.Is(err, coord.ErrInvalidName) || !errors.As(err, &ne) {
-			t.Errorf("New(%+q) = %v, want a *coord.NameError", cfg.Table+"|"+cfg.Schema, err)
+		var ce *pgfence.ConfigError
+		field := "Table"
+		if cfg.Schema != "" {
+			field = "Schema"
+		}
+		if !errors.Is(err, pgfence.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != field ||
+			!errors.Is(err, coord.ErrInvalidName) || !errors.As(err, &ne) {
+			t.Errorf("New(%+q) = %v, want a *ConfigError for %s wrapping a *coord.NameError", cfg.Table+"|"+cfg.Schema, err, field)
 		}
 	}
 	f, err := pgfence.New(pgfence.Config{})

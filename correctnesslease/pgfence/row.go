@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -38,6 +39,53 @@ type RowSpec struct {
 	FenceColumn string
 }
 
+func (spec RowSpec) withDefaults() RowSpec {
+	if spec.FenceColumn == "" {
+		spec.FenceColumn = DefaultFenceColumn
+	}
+	return spec
+}
+
+// validate checks a RowSpec after withDefaults. Errors are *ConfigError.
+func (spec RowSpec) validate() error {
+	if spec.Schema != "" {
+		if ne := pgschema.CheckIdent("RowSpec.Schema", spec.Schema); ne != nil {
+			return nameError(ne)
+		}
+	}
+	if ne := pgschema.CheckIdent("RowSpec.Table", spec.Table); ne != nil {
+		return nameError(ne)
+	}
+	if ne := pgschema.CheckIdent("RowSpec.FenceColumn", spec.FenceColumn); ne != nil {
+		return nameError(ne)
+	}
+	if len(spec.Set) == 0 {
+		return &ConfigError{Field: "RowSpec.Set", Reason: "at least one column is required"}
+	}
+	if len(spec.Key) == 0 {
+		return &ConfigError{Field: "RowSpec.Key", Reason: "at least one column is required"}
+	}
+	seen := map[string]string{spec.FenceColumn: "fence"}
+	for _, c := range spec.Set {
+		if ne := pgschema.CheckIdent("RowSpec.Set", c); ne != nil {
+			return nameError(ne)
+		}
+		if prev, dup := seen[c]; dup {
+			return &ConfigError{Field: "RowSpec.Set", Reason: fmt.Sprintf("column %q already used as a %s column", c, prev)}
+		}
+		seen[c] = "set"
+	}
+	for _, c := range spec.Key {
+		if ne := pgschema.CheckIdent("RowSpec.Key", c); ne != nil {
+			return nameError(ne)
+		}
+		if seen[c] == "fence" {
+			return &ConfigError{Field: "RowSpec.Key", Reason: fmt.Sprintf("the fence column %q cannot be a key", c)}
+		}
+	}
+	return nil
+}
+
 // RowUpdater runs one prepared-shape fenced UPDATE. Build it once with
 // Fence.RowUpdater and reuse it; it is safe for concurrent use.
 type RowUpdater struct {
@@ -50,44 +98,14 @@ type RowUpdater struct {
 }
 
 // RowUpdater validates spec and builds its statements: identifiers quoted with
-// pgx.Identifier, values always parameters. An invalid name is a *coord.NameError.
+// pgx.Identifier, values always parameters. An invalid spec is a *ConfigError
+// (ErrInvalidConfig); for an invalid name it unwraps to the *coord.NameError.
 func (f *Fence) RowUpdater(spec RowSpec) (*RowUpdater, error) {
-	if spec.FenceColumn == "" {
-		spec.FenceColumn = DefaultFenceColumn
+	spec = spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return nil, err
 	}
-	if err := validIdent("table", spec.Table); err != nil {
-		return nil, fmt.Errorf("pgfence: row spec: %w", err)
-	}
-	if spec.Schema != "" {
-		if err := validIdent("schema", spec.Schema); err != nil {
-			return nil, fmt.Errorf("pgfence: row spec: %w", err)
-		}
-	}
-	if len(spec.Set) == 0 || len(spec.Key) == 0 {
-		return nil, fmt.Errorf("pgfence: row spec for %q needs at least one Set and one Key column", spec.Table)
-	}
-	seen := map[string]string{spec.FenceColumn: "fence"}
-	if err := validIdent("column", spec.FenceColumn); err != nil {
-		return nil, fmt.Errorf("pgfence: row spec: %w", err)
-	}
-	for _, c := range spec.Set {
-		if err := validIdent("column", c); err != nil {
-			return nil, fmt.Errorf("pgfence: row spec: %w", err)
-		}
-		if prev, dup := seen[c]; dup {
-			return nil, fmt.Errorf("pgfence: row spec: Set column %q already used as a %s column", c, prev)
-		}
-		seen[c] = "set"
-	}
-	for _, c := range spec.Key {
-		if err := validIdent("column", c); err != nil {
-			return nil, fmt.Errorf("pgfence: row spec: %w", err)
-		}
-		if seen[c] == "fence" {
-			return nil, fmt.Errorf("pgfence: row spec: the fence column %q cannot be a key", c)
-		}
-	}
-	t := quoted(spec.Schema, spec.Table)
+	t := pgschema.Qualified(spec.Schema, spec.Table)
 	fc := pgx.Identifier{spec.FenceColumn}.Sanitize()
 	param := func(i int) string { return "$" + strconv.Itoa(i) }
 

@@ -20,7 +20,7 @@ type txResource struct {
 }
 
 func (r txResource) Write(ctx context.Context, tok coord.Token, key, value string) error {
-	return r.fence.Exec(ctx, r.pool, tok, func(tx pgx.Tx) error {
+	return r.fence.Exec(ctx, r.pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO kv (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 		return err
