@@ -281,8 +281,7 @@ func checkLearned(t *testing.T, what string, held []*guardRec, since, deadline t
 
 func TestFaultRedisPausedPastTTL(t *testing.T) {
 	t.Parallel()
-	res := coordtest.NewResult("Redis paused (SIGSTOP) past the lock TTL")
-	res.Package = "efficiencylock"
+	res := coordtest.NewResult(t, "Redis paused (SIGSTOP) past the lock TTL", coordtest.Faults("redis SIGSTOPped"))
 	defer coordtest.Report(t, res)
 	srv := coordtest.PrivateRedis(t)
 	tr := newTrial(t, srv)
@@ -323,8 +322,7 @@ func TestFaultRedisPausedPastTTL(t *testing.T) {
 
 func TestFaultRedisRestartedEmpty(t *testing.T) {
 	t.Parallel()
-	res := coordtest.NewResult("Redis restarted empty under a held lock")
-	res.Package = "efficiencylock"
+	res := coordtest.NewResult(t, "Redis restarted empty under a held lock", coordtest.Faults("redis restarted empty"))
 	defer coordtest.Report(t, res)
 	srv := coordtest.PrivateRedis(t)
 	tr := newTrial(t, srv)

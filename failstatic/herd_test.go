@@ -45,8 +45,7 @@ func (d *delayLog) count() int {
 // converge on etcd's state.
 func TestReconnectHerd(t *testing.T) {
 	const clients, rounds = 100, 6 // ceilings 100 ms … 3.2 s
-	res := coordtest.NewResult("100 caches reconnect after etcd restarts (herd)")
-	res.Package = "failstatic"
+	res := coordtest.NewResult(t, "100 caches reconnect after etcd restarts (herd)", coordtest.Faults("etcd killed", "etcd restarted"))
 	defer coordtest.Report(t, res)
 	cluster := coordtest.EtcdCluster(t, 1, nil)
 	writer := cluster.Client(t)

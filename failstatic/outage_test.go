@@ -34,8 +34,7 @@ func copyFile(t testing.TB, from, to string) {
 // the truth (time since the freeze), and the fail-closed class must fail at its
 // threshold ± 1 s while the other keys keep serving.
 func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
-	res := coordtest.NewResult("every etcd member frozen, client restarted from disk mid-outage")
-	res.Package = "failstatic"
+	res := coordtest.NewResult(t, "every etcd member frozen, client restarted from disk mid-outage", coordtest.Faults("etcd member SIGSTOPped", "client restarted from disk (in process)", "client process re-executed from disk"))
 	defer coordtest.Report(t, res)
 	outage, threshold := 12*time.Second, 3*time.Second
 	if fullTier() {

@@ -17,8 +17,7 @@ import (
 // Do and DoTx racing on one key, many rounds, at the Store level: exactly one
 // execution per key, every other call a byte-identical replay or *InFlightError.
 func TestStoreConcurrentDoAndDoTx(t *testing.T) {
-	rep := coordtest.NewResult("concurrent Do and DoTx on one key")
-	rep.Package = "idempotency"
+	rep := coordtest.NewResult(t, "concurrent Do and DoTx on one key", coordtest.Faults("duplicate calls on one key"))
 	defer coordtest.Report(t, rep)
 	const concurrent = 8 // the shared test pool has few connections; httpidem runs 50
 	rounds := 15
@@ -88,7 +87,9 @@ func TestStoreConcurrentDoAndDoTx(t *testing.T) {
 	}
 	t.Logf("%d rounds × %d: %d executed, %d replayed, %d in flight", rounds, concurrent, executed, replayed, inflight)
 	rep.Trials = rounds
-	rep.Faults["concurrent calls on one key"] = rounds * concurrent
+	// The fault is the duplicate: a call that met the key already taken (in flight
+	// or completed) by a concurrent one.
+	rep.Faults["duplicate calls on one key"] = replayed + inflight
 	rep.Outcome["executed"] = int64(executed)
 	rep.Outcome["replayed byte-identical"] = int64(replayed)
 	rep.Outcome["ErrInFlight"] = int64(inflight)

@@ -114,8 +114,7 @@ func TestPhasedFailureResumesFromRecoveryPoint(t *testing.T) {
 // lock expired) or the completer finishes it; the provider got the same key every
 // time and charged once.
 func TestPhasedCrashIsFinished(t *testing.T) {
-	rep := coordtest.NewResult("phased request: worker killed between phases")
-	rep.Package = "idempotency"
+	rep := coordtest.NewResult(t, "phased request: worker killed between phases", coordtest.Faults("worker SIGKILLed between phases"))
 	defer coordtest.Report(t, rep)
 	reps := 1
 	if full() {

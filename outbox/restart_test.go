@@ -18,8 +18,7 @@ import (
 // writes: the relay recovers by itself and every committed event is published,
 // in order per key.
 func TestRelaySurvivesPostgresCrashRestart(t *testing.T) {
-	res := coordtest.NewResult("PostgreSQL crash-restarted while the relay runs")
-	res.Package = "outbox"
+	res := coordtest.NewResult(t, "PostgreSQL crash-restarted while the relay runs", coordtest.Faults("PostgreSQL SIGKILL + restart"))
 	defer coordtest.Report(t, res)
 	pg := coordtest.PrivatePostgres(t)
 	ctx := context.Background()

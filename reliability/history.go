@@ -27,6 +27,9 @@ type RegisterInput struct {
 	Kind  OpKind
 	Token int64  // the fencing token's revision, for OpIncr
 	ID    string // the increment's idempotency key, for OpIncr
+	// Zombie marks an increment sent after its holder lost the lease (the model
+	// treats it like any other; failover timing leaves it out).
+	Zombie bool
 }
 
 // RegisterOutput is what the resource answered (after ambiguous outcomes were

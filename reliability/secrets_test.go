@@ -19,8 +19,10 @@ import (
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -36,7 +38,7 @@ func TestSecretsCanary(t *testing.T) {
 		etcdSecret  = "CANARY-etcd-77c3e0"
 		redisSecret = "CANARY-redis-0b9d4e"
 	)
-	res := coordtest.NewResult("secrets canary")
+	res := coordtest.NewResult(t, "secrets canary", coordtest.Faults("etcd login with a wrong password", "etcd permission denied", "idempotency key reused", "postgres connect to a missing database", "redis lock contended", "stale token presented"))
 	defer coordtest.Report(t, res)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -62,13 +64,18 @@ func TestSecretsCanary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	// Each fault below counts when the error it must cause was seen.
 	bad := *u
 	bad.Path = "/no_such_database_canary"
-	if badPool, err := pgxpool.New(ctx, bad.String()); err == nil {
-		keep(badPool.Ping(ctx))
+	badPool, err := pgxpool.New(ctx, bad.String())
+	if err == nil {
+		err = badPool.Ping(ctx)
 		badPool.Close()
 	}
-	res.Faults["postgres connect to a missing database"] = 1
+	keep(err)
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "3D000" { // invalid_catalog_name
+		res.Faults["postgres connect to a missing database"]++
+	}
 
 	fence, err := pgfence.New(pgfence.Config{Logger: logger})
 	if err != nil {
@@ -83,7 +90,7 @@ func TestSecretsCanary(t *testing.T) {
 		t.Fatalf("stale token not rejected: %v", stale)
 	}
 	keep(stale)
-	res.Faults["stale token presented"] = 1
+	res.Faults["stale token presented"]++
 
 	store, err := idempotency.New(pool, idempotency.Config{Logger: logger, Table: "canary_keys"})
 	if err != nil {
@@ -99,11 +106,11 @@ func TestSecretsCanary(t *testing.T) {
 	_, mismatch := store.Do(ctx, key, fp2, func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
 		return idempotency.Response{}, nil
 	}, nil)
-	if mismatch == nil {
-		t.Fatal("key reuse with another request was accepted")
+	if !errors.Is(mismatch, idempotency.ErrMismatch) {
+		t.Fatalf("key reuse with another request: %v, want ErrMismatch", mismatch)
 	}
 	keep(mismatch)
-	res.Faults["idempotency key reused"] = 1
+	res.Faults["idempotency key reused"]++
 
 	// etcd with auth: a tenant user with a password, and a login with a wrong one.
 	cluster := coordtest.EtcdCluster(t, 1, nil)
@@ -134,14 +141,15 @@ func TestSecretsCanary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	if wrong, err := login(etcdSecret + "-wrong"); err != nil {
-		keep(err)
-	} else {
-		_, err := correctnesslease.NewSession(ctx, wrong, correctnesslease.Config{Tenant: "acme", TTL: 3 * time.Second, Logger: logger, TracerProvider: tp})
-		keep(err)
+	wrong, err := login(etcdSecret + "-wrong")
+	if err == nil {
+		_, err = correctnesslease.NewSession(ctx, wrong, correctnesslease.Config{Tenant: "acme", TTL: 3 * time.Second, Logger: logger, TracerProvider: tp})
 		wrong.Close()
 	}
-	res.Faults["etcd login with a wrong password"] = 1
+	keep(err)
+	if errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrGRPCAuthFailed) {
+		res.Faults["etcd login with a wrong password"]++
+	}
 
 	sess, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: "acme", TTL: 3 * time.Second, Logger: logger, TracerProvider: tp})
 	if err != nil {
@@ -164,7 +172,9 @@ func TestSecretsCanary(t *testing.T) {
 		t.Fatal("failstatic read another tenant's prefix")
 	}
 	keep(denied)
-	res.Faults["etcd permission denied"] = 1
+	if errors.Is(denied, rpctypes.ErrPermissionDenied) || errors.Is(denied, rpctypes.ErrGRPCPermissionDenied) {
+		res.Faults["etcd permission denied"]++
+	}
 
 	// Redis with a password in its options (the local server has none; go-redis
 	// tolerates that), on the success path and on the contention path.
@@ -185,7 +195,7 @@ func TestSecretsCanary(t *testing.T) {
 	}
 	keep(busy)
 	keep(held.Release(ctx))
-	res.Faults["redis lock contended"] = 1
+	res.Faults["redis lock contended"]++
 
 	// Everything the SDK produced, in every form a user might print it.
 	var surfaces []string

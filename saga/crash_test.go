@@ -127,8 +127,7 @@ func crashOrder(i int) order {
 }
 
 func TestCrashAtEveryBoundary(t *testing.T) {
-	res := coordtest.NewResult("saga runners SIGKILLed at every step boundary, one paused past its claim")
-	res.Package = "saga"
+	res := coordtest.NewResult(t, "saga runners SIGKILLed at every step boundary, one paused past its claim", coordtest.Faults("runner SIGKILLed at a step boundary", "runner paused past its claim"))
 	defer coordtest.Report(t, res)
 	n := coordtest.Pick(100, 500)
 	e := newEnv(t)
@@ -183,6 +182,7 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 	}
 	paused.WaitOutput(t, "claim lost, write rejected", 30*time.Second)
 	staleRejected := strings.Count(paused.Output(), "claim lost, write rejected")
+	pauses := paused.Stats().Pauses
 	paused.Kill()
 	helper.Kill()
 
@@ -297,8 +297,8 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 		len(ids), completed, compensated, kills, len(points), timeouts, staleRejected, afterPivot)
 	res.Trials = len(ids)
 	res.Faults["runner SIGKILLed at a step boundary"] = kills
-	res.Faults["runner killed before reaching its boundary"] = timeouts
-	res.Faults["runner paused past its claim"] = 1
+	res.Faults["runner paused past its claim"] = pauses
+	res.Outcome["runner killed before reaching its boundary"] = int64(timeouts)
 	res.Outcome["sagas terminal"] = int64(completed + compensated)
 	res.Outcome["sagas completed"] = int64(completed)
 	res.Outcome["sagas compensated"] = int64(compensated)

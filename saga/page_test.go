@@ -36,8 +36,7 @@ func (p *pager) get() []Page {
 // TestCompensationAlwaysFailsPages: a compensation that always fails pages after
 // exactly 3 attempts, the saga goes to needs_human, and the age metric shows it.
 func TestCompensationAlwaysFailsPages(t *testing.T) {
-	res := coordtest.NewResult("saga compensation always fails: pages once, waits for a human")
-	res.Package = "saga"
+	res := coordtest.NewResult(t, "saga compensation always fails: pages once, waits for a human", coordtest.Faults("compensation failed"))
 	defer coordtest.Report(t, res)
 	e := newEnv(t)
 	e.p.compFails = "reserve"

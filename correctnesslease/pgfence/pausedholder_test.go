@@ -145,8 +145,7 @@ func (h *holderProc) next(t *testing.T) (cmd string, args []string) {
 // each), so 50 trials take about five TTLs.
 func TestPausedHolderWritesAreRejected(t *testing.T) {
 	t.Parallel()
-	res := coordtest.NewResult("paused (SIGSTOP) lease holder's writes are fenced off")
-	res.Package = "correctnesslease/pgfence"
+	res := coordtest.NewResult(t, "paused (SIGSTOP) lease holder's writes are fenced off", coordtest.Faults("holder SIGSTOPped past the TTL"))
 	defer coordtest.Report(t, res)
 	const ttl = correctnesslease.MinTTL
 	rounds, perRound := 5, 10

@@ -196,8 +196,7 @@ func TestHTTPServerErrorNotStored(t *testing.T) {
 // answer a 409 (with Retry-After) or a byte-identical replay; afterwards the same key
 // with a different body is 422 every time.
 func TestHTTPConcurrentSameKey(t *testing.T) {
-	rep := coordtest.NewResult("HTTP: 50 concurrent requests with one Idempotency-Key")
-	rep.Package = "idempotency/httpidem"
+	rep := coordtest.NewResult(t, "HTTP: 50 concurrent requests with one Idempotency-Key", coordtest.Faults("duplicate requests on one key", "same key, different body"))
 	defer coordtest.Report(t, rep)
 	const concurrent = 50
 	rounds := 20
@@ -288,7 +287,9 @@ func TestHTTPConcurrentSameKey(t *testing.T) {
 	t.Logf("%d rounds × %d concurrent in %v: %d executed, %d replayed byte-identical, %d × 409, %d × 422",
 		rounds, concurrent, time.Since(start).Round(time.Millisecond), executed, replayed, conflicts, mismatches)
 	rep.Trials = rounds
-	rep.Faults["concurrent requests on one key"] = rounds * concurrent
+	// The fault is the duplicate: a request that met the key already taken (in
+	// flight: 409; completed: replay) by a concurrent one.
+	rep.Faults["duplicate requests on one key"] = replayed + conflicts
 	rep.Faults["same key, different body"] = mismatches
 	rep.Outcome["executed"] = int64(executed)
 	rep.Outcome["replayed byte-identical"] = int64(replayed)

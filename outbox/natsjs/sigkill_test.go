@@ -111,8 +111,7 @@ func runChildRelay() int {
 // effect (0 lost), duplicates were published (and counted), per-key order of
 // effects never broke, and the kills happened.
 func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
-	res := coordtest.NewResult("two relays, one SIGKILLed between publish and mark, JetStream + inbox")
-	res.Package = "outbox/natsjs"
+	res := coordtest.NewResult(t, "two relays, one SIGKILLed between publish and mark, JetStream + inbox", coordtest.Faults("SIGKILL between publish and mark", "process kills"))
 	defer coordtest.Report(t, res)
 	kills := coordtest.Pick(20, 100)
 	natsURL, js, stream, prefix := jetStream(t, 100*time.Millisecond) // the server minimum; kills come 300 ms after publishing

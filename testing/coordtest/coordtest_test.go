@@ -2,8 +2,6 @@ package coordtest
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"testing"
 	"time"
 )
@@ -133,87 +131,6 @@ func TestPrivatePostgresCrashRestart(t *testing.T) {
 	if s.Stats().Kills != 1 {
 		t.Fatal("no crash happened")
 	}
-}
-
-func TestProxyFaults(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					c.Write(buf[:n])
-				}
-			}()
-		}
-	}()
-	defer func() { echo.Close(); <-done }()
-
-	p := NewProxy(t, echo.Addr().String())
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	roundTrip := func(msg string, wait time.Duration) (string, error) {
-		c.SetDeadline(time.Now().Add(wait))
-		if _, err := fmt.Fprint(c, msg); err != nil {
-			return "", err
-		}
-		buf := make([]byte, len(msg))
-		_, err := readFull(c, buf)
-		return string(buf), err
-	}
-	if got, err := roundTrip("ping", 2*time.Second); err != nil || got != "ping" {
-		t.Fatalf("through proxy: %q %v", got, err)
-	}
-	p.Blackhole()
-	if _, err := roundTrip("lost", 300*time.Millisecond); err == nil {
-		t.Fatal("blackholed connection answered")
-	}
-	if st := p.Stats(); st.Blackholes != 1 || st.DroppedBytes == 0 {
-		t.Fatalf("blackhole not counted: %+v", st)
-	}
-	p.Heal()
-	p.Cut()
-	if st := p.Stats(); st.Cut == 0 {
-		t.Fatalf("cut not counted: %+v", st)
-	}
-	c2, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	c = c2
-	if got, err := roundTrip("again", 2*time.Second); err != nil || got != "again" {
-		t.Fatalf("after heal: %q %v", got, err)
-	}
-}
-
-func readFull(c net.Conn, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := c.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 func TestFakeClock(t *testing.T) {

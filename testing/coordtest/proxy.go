@@ -9,8 +9,9 @@ import (
 
 // Proxy is a userspace TCP proxy on 127.0.0.1 in front of a real server. A test
 // points a client at Addr and then injects network faults: Blackhole (bytes vanish,
-// connections stay open — the hang that timeouts must catch), Delay, Cut (every
-// open connection reset) and Heal. Every fault is counted in Stats.
+// connections stay open — the hang that timeouts must catch), Delay (every round
+// trip takes longer), Cut (every open connection reset) and Heal. Every fault is
+// counted in Stats where it takes effect, so a test can prove it happened.
 type Proxy struct {
 	target string
 	ln     net.Listener
@@ -19,18 +20,36 @@ type Proxy struct {
 	mu        sync.Mutex
 	blackhole bool
 	delay     time.Duration
-	conns     map[net.Conn]struct{}
+	links     map[*link]struct{}
 	stats     ProxyStats
 	closed    bool
 }
 
-// ProxyStats counts what the proxy did.
+// ProxyStats counts what the proxy did. Each count is of an effect, not of a call:
+// a Cut that finds no connection counts nothing, a Delay that no data crosses
+// delays no round trip.
 type ProxyStats struct {
-	Accepted     int   // client connections accepted
-	Cut          int   // connections closed by Cut
+	Accepted     int   // client connections accepted (and dialled through to the target)
+	Cut          int   // connections closed by Cut (a client connection and its server side count once)
 	Blackholes   int   // calls to Blackhole
-	DroppedBytes int64 // bytes swallowed while blackholed
-	Forwarded    int64 // bytes forwarded
+	DroppedBytes int64 // bytes swallowed while blackholed, either direction
+	// DelayedRoundTrips counts round trips that crossed the proxy while a Delay was
+	// set: server data (a response) that followed client data (a request) and was
+	// held. A response of many chunks is one round trip.
+	DelayedRoundTrips int
+	Forwarded         int64 // bytes forwarded, either direction
+}
+
+// link is one proxied connection: the client's side and the server's side.
+type link struct {
+	client, server net.Conn
+	mu             sync.Mutex
+	awaiting       bool // client data was forwarded since the last server data
+}
+
+func (l *link) close() {
+	l.client.Close()
+	l.server.Close()
 }
 
 // NewProxy listens on a free loopback port and forwards to target (host:port).
@@ -41,7 +60,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("coordtest: proxy listen: %v", err)
 	}
-	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{target: target, ln: ln, links: map[*link]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -55,7 +74,8 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) URL() string { return "http://" + p.Addr() }
 
 // Blackhole makes the proxy swallow every byte in both directions, on open and new
-// connections, without closing anything: peers see a silent network.
+// connections, without closing anything: peers see a silent network. Bytes still
+// held by a Delay when it starts are swallowed too.
 func (p *Proxy) Blackhole() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -63,7 +83,11 @@ func (p *Proxy) Blackhole() {
 	p.stats.Blackholes++
 }
 
-// Delay holds every chunk of data for d before forwarding it (0 removes the delay).
+// Delay makes every round trip through the proxy d longer (0 removes the delay):
+// bytes in each direction are held d/2 from the moment the proxy reads them. It is
+// a latency, not a pause per chunk — bytes that arrive together leave together, so
+// a request or response of many chunks is delayed once. Bytes already read keep
+// the delay they were read with.
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -81,9 +105,9 @@ func (p *Proxy) Heal() {
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
+	for l := range p.links {
+		l.close()
+		delete(p.links, l)
 		p.stats.Cut++
 	}
 }
@@ -99,8 +123,8 @@ func (p *Proxy) Stats() ProxyStats {
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
-	for c := range p.conns {
-		c.Close()
+	for l := range p.links {
+		l.close()
 	}
 	p.mu.Unlock()
 	p.ln.Close()
@@ -119,51 +143,85 @@ func (p *Proxy) accept() {
 			client.Close()
 			continue
 		}
+		l := &link{client: client, server: server}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			client.Close()
-			server.Close()
+			l.close()
 			return
 		}
-		p.conns[client], p.conns[server] = struct{}{}, struct{}{}
+		p.links[l] = struct{}{}
 		p.stats.Accepted++
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pump(server, client)
-		go p.pump(client, server)
+		go p.pump(l, true)
+		go p.pump(l, false)
 	}
 }
 
-// pump copies src to dst chunk by chunk, applying the current fault to each chunk.
-// When either side fails it closes both.
-func (p *Proxy) pump(dst, src net.Conn) {
+// chunk is data read from one side, due at the other side at due.
+type chunk struct {
+	data []byte
+	due  time.Time
+}
+
+// pump copies one direction of l (the client's requests when request is true, the
+// server's responses otherwise): a reader stamps each chunk with its due time and
+// a writer delivers it then, so a delay is a latency and never accumulates. When
+// either side fails it closes both.
+func (p *Proxy) pump(l *link, request bool) {
 	defer p.wg.Done()
+	src, dst := l.server, l.client
+	if request {
+		src, dst = l.client, l.server
+	}
+	queue := make(chan chunk, 64)
+	writerDone := make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(writerDone)
+		defer l.close()
+		for c := range queue {
+			if wait := time.Until(c.due); wait > 0 {
+				time.Sleep(wait)
+			}
+			if !p.forward(c.data) {
+				continue
+			}
+			if _, err := dst.Write(c.data); err != nil {
+				return
+			}
+		}
+	}()
 	defer func() {
-		dst.Close()
-		src.Close()
+		close(queue)
+		l.close()
+		<-writerDone
 		p.mu.Lock()
-		delete(p.conns, dst)
-		delete(p.conns, src)
+		delete(p.links, l)
 		p.mu.Unlock()
 	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			now := time.Now()
 			p.mu.Lock()
 			hole, delay := p.blackhole, p.delay
 			if hole {
 				p.stats.DroppedBytes += int64(n)
-			} else {
-				p.stats.Forwarded += int64(n)
 			}
 			p.mu.Unlock()
-			if delay > 0 {
-				time.Sleep(delay)
-			}
 			if !hole {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
+				if p.turn(l, request) && delay > 0 {
+					p.mu.Lock()
+					p.stats.DelayedRoundTrips++
+					p.mu.Unlock()
+				}
+				select {
+				case queue <- chunk{data: append([]byte(nil), buf[:n]...), due: now.Add(delay / 2)}:
+				case <-writerDone:
 					return
 				}
 			}
@@ -172,4 +230,31 @@ func (p *Proxy) pump(dst, src net.Conn) {
 			return // EOF, reset or closed by Cut/Close: both sides are closed
 		}
 	}
+}
+
+// turn records data in one direction of l and reports whether it is a response
+// following a request: the end of a round trip.
+func (p *Proxy) turn(l *link, request bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if request {
+		l.awaiting = true
+		return false
+	}
+	was := l.awaiting
+	l.awaiting = false
+	return was
+}
+
+// forward counts data about to be written, or drops it when a blackhole began
+// while it was held; it reports whether to write it.
+func (p *Proxy) forward(data []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.blackhole {
+		p.stats.DroppedBytes += int64(len(data))
+		return false
+	}
+	p.stats.Forwarded += int64(len(data))
+	return true
 }

@@ -1,95 +1,69 @@
-// Command reliabilityreport renders the JSON lines written by the reliability
-// scenarios (COORD_RELIABILITY_REPORT) as docs/reliability.md.
+// Command reliabilityreport checks the rows written by the fault scenarios
+// (coordtest.Report through COORD_RELIABILITY_REPORT) against the manifest of
+// expected scenarios and, only when the run holds up, renders them into the
+// generated section of docs/reliability.md.
 //
-//	reliabilityreport -in report.jsonl -out ../docs/reliability.md -cmd "scripts/chaos.sh"
+//	reliabilityreport -in report.jsonl -manifest scenarios.tsv -tier full \
+//	    -doc ../docs/reliability.md -out /tmp/reliability.md -cmd "scripts/chaos.sh"
+//
+// The run is refused (exit status 1, -out not written, every problem listed on
+// stderr) when a manifest scenario is missing, a scenario is reported twice or is
+// not in the manifest, a scenario started but never finished (cut short by the
+// test timeout or a crash), failed, or has a declared fault counted 0.
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"sort"
-	"strings"
 	"time"
 )
 
-type result struct {
-	Scenario string           `json:"scenario"`
-	Package  string           `json:"package"`
-	Tier     string           `json:"tier"`
-	Trials   int              `json:"trials"`
-	Faults   map[string]int   `json:"faults"`
-	Outcome  map[string]int64 `json:"outcome"`
-	Notes    string           `json:"notes"`
-	Pass     bool             `json:"pass"`
-	Seconds  float64          `json:"seconds"`
-	At       time.Time        `json:"at"`
-}
-
 func main() {
 	in := flag.String("in", "", "JSON lines written by the scenarios")
-	out := flag.String("out", "", "markdown file to write")
+	manifest := flag.String("manifest", "", "the expected scenarios (package, tier, scenario per line)")
+	tier := flag.String("tier", "full", "the tier that ran: bounded or full")
+	doc := flag.String("doc", "", "the markdown file whose generated section is replaced")
+	out := flag.String("out", "", "where to write the updated document")
 	cmd := flag.String("cmd", "scripts/chaos.sh", "the command that produced the figures")
 	flag.Parse()
-	f, err := os.Open(*in)
-	if err != nil {
-		log.Fatal(err)
+	if *in == "" || *manifest == "" || *doc == "" || *out == "" {
+		flag.Usage()
+		os.Exit(2)
 	}
-	defer f.Close()
-	var rs []result
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var r result
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			log.Fatalf("bad line %q: %v", sc.Text(), err)
-		}
-		rs = append(rs, r)
-	}
-	if err := sc.Err(); err != nil {
-		log.Fatal(err)
-	}
-	sort.SliceStable(rs, func(i, j int) bool {
-		if rs[i].Package != rs[j].Package {
-			return rs[i].Package < rs[j].Package
-		}
-		return rs[i].Scenario < rs[j].Scenario
-	})
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Reliability: the SDK under faults\n\n")
-	fmt.Fprintf(&b, "Produced by `%s` on %s (2 cores, loopback servers). Every fault is counted, so a\n", *cmd, time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "scenario whose fault did not happen cannot pass silently. The bounded tier of the same\n")
-	fmt.Fprintf(&b, "scenarios runs in every `scripts/test.sh`.\n\n")
-	fmt.Fprintf(&b, "| package | scenario | tier | trials | faults injected | outcome | pass | seconds |\n|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rs {
-		pkg := r.Package
-		if pkg == "" {
-			pkg = "reliability"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %v | %.1f |\n", pkg, r.Scenario, r.Tier, r.Trials, kv(r.Faults), kv(r.Outcome), r.Pass, r.Seconds)
-	}
-	for _, r := range rs {
-		if r.Notes != "" {
-			fmt.Fprintf(&b, "\n**%s.** %s\n", r.Scenario, r.Notes)
-		}
-	}
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+	if err := run(*in, *manifest, *tier, *doc, *out, *cmd, time.Now()); err != nil {
+		log.SetFlags(0)
 		log.Fatal(err)
 	}
 }
 
-func kv[V int | int64](m map[string]V) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// run checks the rows in inPath against the manifest and writes docPath, with its
+// generated section replaced, to outPath. On any problem it writes nothing.
+func run(inPath, manifestPath, tier, docPath, outPath, cmd string, now time.Time) error {
+	rows, err := readRows(inPath)
+	if err != nil {
+		return err
 	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
+	want, err := readManifest(manifestPath)
+	if err != nil {
+		return err
 	}
-	return strings.Join(parts, ", ")
+	results, problems := check(rows, want, tier)
+	if len(problems) > 0 {
+		msg := fmt.Sprintf("reliabilityreport: %d problem(s); %s not written:", len(problems), outPath)
+		for _, p := range problems {
+			msg += "\n  - " + p
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	old, err := os.ReadFile(docPath)
+	if err != nil {
+		return err
+	}
+	updated, err := replaceSection(string(old), render(results, cmd, now))
+	if err != nil {
+		return fmt.Errorf("%s: %w", docPath, err)
+	}
+	return os.WriteFile(outPath, []byte(updated), 0o644)
 }
