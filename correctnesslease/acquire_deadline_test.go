@@ -63,8 +63,8 @@ func TestDeadlineMidQueueLeavesNoKey(t *testing.T) {
 	for _, kind := range []string{"Acquire", "TryAcquire", "Run"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			res := coordtest.NewResult("deadline mid queue transaction leaves no key: " + kind)
-			res.Package = "correctnesslease"
+			res := coordtest.NewResult(t, "deadline mid queue transaction leaves no key: "+kind,
+				coordtest.Faults("deadline ended an unfinished queue transaction"))
 			defer coordtest.Report(t, res)
 			e := coordtest.Etcd(t)
 			cli := e.Client(t)

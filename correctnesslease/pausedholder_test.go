@@ -77,8 +77,8 @@ func pausedChild(args []string) int {
 // directly) has deleted every key, then resumes it.
 func TestPausedHolderReportsItsOwnExpiry(t *testing.T) {
 	t.Parallel()
-	res := coordtest.NewResult("holder paused past its TTL reports its own expiry, not key_deleted")
-	res.Package = "correctnesslease"
+	res := coordtest.NewResult(t, "holder paused past its TTL reports its own expiry, not key_deleted",
+		coordtest.Faults("holder SIGSTOPped until etcd expired its leases"))
 	defer coordtest.Report(t, res)
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)

@@ -40,7 +40,13 @@ func TestManifestMatchesTheScenarios(t *testing.T) {
 			return err
 		}
 		rel, _ := filepath.Rel(repoRoot, filepath.Dir(path))
+		var stack []ast.Node // the enclosing nodes, for the range a name is built in
 		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
 				return true
@@ -52,17 +58,18 @@ func TestManifestMatchesTheScenarios(t *testing.T) {
 			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "coordtest" {
 				return true
 			}
-			lit, ok := call.Args[1].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				t.Errorf("%s: coordtest.NewResult with a scenario name that is not a string literal", fset.Position(call.Pos()))
+			names := scenarioNames(call.Args[1], stack)
+			if names == nil {
+				t.Errorf("%s: coordtest.NewResult's scenario name must be a string literal, or \"literal\"+v with v ranging over a []string literal", fset.Position(call.Pos()))
 				return true
 			}
-			name, _ := strconv.Unquote(lit.Value)
-			s := scenario{filepath.ToSlash(rel), name}
-			if prev, dup := inSource[s]; dup {
-				t.Errorf("%s: scenario %v already started at %s", fset.Position(call.Pos()), s, prev)
+			for _, name := range names {
+				s := scenario{filepath.ToSlash(rel), name}
+				if prev, dup := inSource[s]; dup {
+					t.Errorf("%s: scenario %v already started at %s", fset.Position(call.Pos()), s, prev)
+				}
+				inSource[s] = fset.Position(call.Pos()).String()
 			}
-			inSource[s] = fset.Position(call.Pos()).String()
 			return true
 		})
 		return nil
@@ -84,4 +91,48 @@ func TestManifestMatchesTheScenarios(t *testing.T) {
 		}
 	}
 	t.Logf("%d scenarios in the source and the manifest", len(inSource))
+}
+
+// scenarioNames returns the names a NewResult name argument takes: a string
+// literal, or "literal" + v where v is the value of an enclosing range over a
+// []string literal (a table of variants). Anything else returns nil.
+func scenarioNames(arg ast.Expr, stack []ast.Node) []string {
+	if lit, ok := arg.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+		s, _ := strconv.Unquote(lit.Value)
+		return []string{s}
+	}
+	bin, ok := arg.(*ast.BinaryExpr)
+	if !ok || bin.Op != token.ADD {
+		return nil
+	}
+	lit, ok1 := bin.X.(*ast.BasicLit)
+	v, ok2 := bin.Y.(*ast.Ident)
+	if !ok1 || !ok2 || lit.Kind != token.STRING {
+		return nil
+	}
+	prefix, _ := strconv.Unquote(lit.Value)
+	for i := len(stack) - 1; i >= 0; i-- {
+		r, ok := stack[i].(*ast.RangeStmt)
+		if !ok {
+			continue
+		}
+		if val, ok := r.Value.(*ast.Ident); !ok || val.Name != v.Name {
+			continue
+		}
+		table, ok := r.X.(*ast.CompositeLit)
+		if !ok {
+			return nil
+		}
+		var names []string
+		for _, e := range table.Elts {
+			el, ok := e.(*ast.BasicLit)
+			if !ok || el.Kind != token.STRING {
+				return nil
+			}
+			s, _ := strconv.Unquote(el.Value)
+			names = append(names, prefix+s)
+		}
+		return names
+	}
+	return nil
 }
