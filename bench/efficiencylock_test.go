@@ -52,12 +52,12 @@ func lockImpls(b *testing.B) ([]lockImpl, *coordtest.RedisDB) {
 	}
 
 	locker, err := efficiencylock.New(c, efficiencylock.DuplicatesHarmless("benchmark: nothing runs under the lock"),
-		&efficiencylock.Options{Tenant: db.Tenant})
+		efficiencylock.Config{Tenant: db.Tenant})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ours := func(ctx context.Context, key string) error {
-		lk, err := locker.TryAcquire(ctx, key, lockBenchTTL)
+		lk, err := locker.TryAcquire(ctx, key, lockBenchTTL, nil)
 		if err != nil {
 			return err
 		}

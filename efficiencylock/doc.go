@@ -6,10 +6,16 @@
 // without a fence is good enough here (RFC-COORD-001 MUST 4):
 //
 //	locker, err := efficiencylock.New(rdb,
-//		efficiencylock.DuplicatesHarmless("cache warm-up: a second warm-up only costs CPU"), nil)
-//	lock, err := locker.TryAcquire(ctx, "warm-catalog", 30*time.Second)
+//		efficiencylock.DuplicatesHarmless("cache warm-up: a second warm-up only costs CPU"), efficiencylock.Config{})
+//	if err != nil {
+//		return err
+//	}
+//	lock, err := locker.TryAcquire(ctx, "warm-catalog", 30*time.Second, nil)
 //	if errors.Is(err, efficiencylock.ErrNotAcquired) {
 //		return nil // someone else is doing it
+//	}
+//	if err != nil {
+//		return err
 //	}
 //	defer lock.Release(context.WithoutCancel(ctx))
 //	warm(lock.Context())
@@ -28,7 +34,7 @@
 // so it gives up no later than Redis expires the key. [Lock.Context] is cancelled,
 // with a [*LostError] cause, when that estimate runs out, when a refresh fails, or
 // when Redis answers that the key is gone or belongs to someone else; optional
-// auto-refresh ([Options.AutoRefresh], [LockOpts.AutoRefresh]) refreshes every ttl/3.
+// auto-refresh ([Config.AutoRefresh], [LockOpts.AutoRefresh]) refreshes every ttl/3.
 //
 // # Why there is no fencing token
 //

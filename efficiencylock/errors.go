@@ -37,9 +37,29 @@ var (
 	// declared reason. Returned as *ReasonError.
 	ErrInvalidReason = errors.New("efficiencylock: invalid reason")
 
-	// ErrNilClient: New was given a nil Client.
-	ErrNilClient = errors.New("efficiencylock: nil client")
+	// ErrInvalidConfig: New was given an invalid Config field or a nil client.
+	// Returned as *ConfigError.
+	ErrInvalidConfig = errors.New("efficiencylock: invalid config")
 )
+
+// ConfigError reports an invalid Config field. It matches ErrInvalidConfig and,
+// for an invalid Tenant, unwraps to the *coord.NameError.
+type ConfigError struct {
+	Field  string // the Config field, e.g. "Tenant", or the argument ("client")
+	Reason string // what is wrong with it
+	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
+}
+
+// Error describes the invalid field.
+func (e *ConfigError) Error() string {
+	return "efficiencylock: invalid config " + e.Field + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // NotAcquiredError reports that a lock was held by someone else. It matches
 // ErrNotAcquired and unwraps to the last Redis error seen while retrying, if any.

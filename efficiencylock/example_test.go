@@ -33,11 +33,11 @@ func ExampleLocker_TryAcquire() {
 
 	locker, err := efficiencylock.New(rdb,
 		efficiencylock.DuplicatesHarmless("catalog cache warm-up: a second warm-up only costs CPU"),
-		&efficiencylock.Options{Tenant: "example"})
+		efficiencylock.Config{Tenant: "example"})
 	if err != nil {
 		panic(err)
 	}
-	lock, err := locker.TryAcquire(ctx, "warm-catalog", 10*time.Second)
+	lock, err := locker.TryAcquire(ctx, "warm-catalog", 10*time.Second, nil)
 	if errors.Is(err, efficiencylock.ErrNotAcquired) {
 		fmt.Println("another replica is warming the cache")
 		return
@@ -50,7 +50,7 @@ func ExampleLocker_TryAcquire() {
 	// The work runs under lock.Context(): it ends if the lock is lost.
 	fmt.Println("warming", lock.Key(), "err:", lock.Context().Err())
 
-	_, err = locker.TryAcquire(ctx, "warm-catalog", 10*time.Second)
+	_, err = locker.TryAcquire(ctx, "warm-catalog", 10*time.Second, nil)
 	fmt.Println("second replica acquired:", !errors.Is(err, efficiencylock.ErrNotAcquired))
 	// Output:
 	// warming /tenants/example/locks/warm-catalog err: <nil>
@@ -64,7 +64,7 @@ func ExampleLocker_Acquire() {
 	defer rdb.Close()
 	locker, err := efficiencylock.New(rdb,
 		efficiencylock.DuplicatesHarmless("nightly report regeneration overwrites the same file"),
-		&efficiencylock.Options{Tenant: "example", AutoRefresh: true})
+		efficiencylock.Config{Tenant: "example", AutoRefresh: true})
 	if err != nil {
 		panic(err)
 	}

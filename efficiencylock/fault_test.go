@@ -75,7 +75,7 @@ type trial struct {
 func newTrial(t *testing.T, srv *coordtest.RedisServer) *trial {
 	return &trial{
 		t:      t,
-		locker: newLocker(t, srv.Client(t), "fault", &efficiencylock.Options{AutoRefresh: true}),
+		locker: newLocker(t, srv.Client(t), "fault", efficiencylock.Config{AutoRefresh: true}),
 		execs:  map[[2]int]int{},
 	}
 }
@@ -88,7 +88,7 @@ func (tr *trial) worker(ctx context.Context) {
 		}
 	}()
 	for ctx.Err() == nil {
-		lk, err := tr.locker.Acquire(ctx, "job", faultTTL, efficiencylock.FullJitter(5*time.Millisecond, 100*time.Millisecond))
+		lk, err := tr.locker.Acquire(ctx, "job", faultTTL, &efficiencylock.LockOpts{Retry: efficiencylock.FullJitter(5*time.Millisecond, 100*time.Millisecond)})
 		if err != nil {
 			if ctx.Err() == nil {
 				tr.acquireErrs.Add(1)
@@ -369,9 +369,9 @@ func recordLearned(res *coordtest.Result, heldAtFault int, learned []time.Durati
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	srv := coordtest.PrivateRedis(t)
-	l := newLocker(t, srv.Client(t), "down", nil)
+	l := newLocker(t, srv.Client(t), "down", efficiencylock.Config{})
 	ctx := ctxT(t, 30*time.Second)
-	held, err := l.TryAcquireWith(ctx, "held", time.Second, &efficiencylock.LockOpts{AutoRefresh: ptr(true)})
+	held, err := l.TryAcquire(ctx, "held", time.Second, &efficiencylock.LockOpts{AutoRefresh: ptr(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestRedisDown(t *testing.T) {
 		t.Fatalf("kills = %d, want 1", st.Kills)
 	}
 
-	_, err = l.TryAcquire(ctx, "x", time.Second)
+	_, err = l.TryAcquire(ctx, "x", time.Second, nil)
 	if err == nil || errors.Is(err, efficiencylock.ErrNotAcquired) {
 		t.Fatalf("TryAcquire with Redis down = %v, want a transport error", err)
 	}

@@ -11,27 +11,23 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-func newLocker(t testing.TB, c efficiencylock.Client, tenant string, o *efficiencylock.Options) *efficiencylock.Locker {
+func newLocker(t testing.TB, c efficiencylock.Client, tenant string, cfg efficiencylock.Config) *efficiencylock.Locker {
 	t.Helper()
-	var opts efficiencylock.Options
-	if o != nil {
-		opts = *o
+	cfg.Tenant = tenant
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	opts.Tenant = tenant
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	l, err := efficiencylock.New(c, efficiencylock.DuplicatesHarmless("test: a duplicate run only costs time"), &opts)
+	l, err := efficiencylock.New(c, efficiencylock.DuplicatesHarmless("test: a duplicate run only costs time"), cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return l
 }
 
-func sharedLocker(t testing.TB, o *efficiencylock.Options) (*efficiencylock.Locker, *coordtest.RedisDB) {
+func sharedLocker(t testing.TB, cfg efficiencylock.Config) (*efficiencylock.Locker, *coordtest.RedisDB) {
 	t.Helper()
 	db := coordtest.Redis(t)
-	return newLocker(t, db.Client, db.Tenant, o), db
+	return newLocker(t, db.Client, db.Tenant, cfg), db
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context {

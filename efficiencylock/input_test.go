@@ -20,41 +20,41 @@ func TestNewRejectsBadInput(t *testing.T) {
 		name   string
 		client efficiencylock.Client
 		why    efficiencylock.Reason
-		opts   *efficiencylock.Options
+		cfg    efficiencylock.Config
 		want   error
 	}{
-		{"nil client", nil, efficiencylock.DuplicatesHarmless("x"), nil, efficiencylock.ErrNilClient},
-		{"empty reason", db.Client, efficiencylock.DuplicatesHarmless(""), nil, efficiencylock.ErrInvalidReason},
-		{"whitespace reason", db.Client, efficiencylock.DuplicatesHarmless(" \t\n "), nil, efficiencylock.ErrInvalidReason},
-		{"zero reason", db.Client, efficiencylock.Reason{}, nil, efficiencylock.ErrInvalidReason},
-		{"huge reason", db.Client, efficiencylock.DuplicatesHarmless(strings.Repeat("a", 300)), nil, efficiencylock.ErrInvalidReason},
-		{"invalid UTF-8 reason", db.Client, efficiencylock.DuplicatesHarmless("ok\xff"), nil, efficiencylock.ErrInvalidReason},
-		{"tenant with slash", db.Client, efficiencylock.DuplicatesHarmless("x"), &efficiencylock.Options{Tenant: "a/b"}, coord.ErrInvalidName},
-		{"tenant with space", db.Client, efficiencylock.DuplicatesHarmless("x"), &efficiencylock.Options{Tenant: "a b"}, coord.ErrInvalidName},
+		{"nil client", nil, efficiencylock.DuplicatesHarmless("x"), efficiencylock.Config{}, efficiencylock.ErrInvalidConfig},
+		{"empty reason", db.Client, efficiencylock.DuplicatesHarmless(""), efficiencylock.Config{}, efficiencylock.ErrInvalidReason},
+		{"whitespace reason", db.Client, efficiencylock.DuplicatesHarmless(" \t\n "), efficiencylock.Config{}, efficiencylock.ErrInvalidReason},
+		{"zero reason", db.Client, efficiencylock.Reason{}, efficiencylock.Config{}, efficiencylock.ErrInvalidReason},
+		{"huge reason", db.Client, efficiencylock.DuplicatesHarmless(strings.Repeat("a", 300)), efficiencylock.Config{}, efficiencylock.ErrInvalidReason},
+		{"invalid UTF-8 reason", db.Client, efficiencylock.DuplicatesHarmless("ok\xff"), efficiencylock.Config{}, efficiencylock.ErrInvalidReason},
+		{"tenant with slash", db.Client, efficiencylock.DuplicatesHarmless("x"), efficiencylock.Config{Tenant: "a/b"}, coord.ErrInvalidName},
+		{"tenant with space", db.Client, efficiencylock.DuplicatesHarmless("x"), efficiencylock.Config{Tenant: "a b"}, coord.ErrInvalidName},
 	} {
-		l, err := efficiencylock.New(tc.client, tc.why, tc.opts)
+		l, err := efficiencylock.New(tc.client, tc.why, tc.cfg)
 		if l != nil || !errors.Is(err, tc.want) {
 			t.Errorf("%s: New = %v, %v; want %v", tc.name, l, err, tc.want)
 		}
 	}
 	var re *efficiencylock.ReasonError
-	if _, err := efficiencylock.New(db.Client, efficiencylock.DuplicatesHarmless(""), nil); !errors.As(err, &re) {
+	if _, err := efficiencylock.New(db.Client, efficiencylock.DuplicatesHarmless(""), efficiencylock.Config{}); !errors.As(err, &re) {
 		t.Errorf("empty reason: %v is not a *ReasonError", err)
 	}
-	// nil Options and the client kinds of go-redis.
+	// The zero Config and the client kinds of go-redis.
 	uc := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{db.Client.Options().Addr}})
 	defer uc.Close()
-	if _, err := efficiencylock.New(uc, efficiencylock.DuplicatesHarmless("report regeneration"), nil); err != nil {
+	if _, err := efficiencylock.New(uc, efficiencylock.DuplicatesHarmless("report regeneration"), efficiencylock.Config{}); err != nil {
 		t.Errorf("New(UniversalClient, nil opts) = %v", err)
 	}
 }
 
 func TestAcquireRejectsBadInput(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, nil)
+	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
 	for _, name := range []string{"", "a/b", "a b", "tab\t", "nul\x00", "bad\xffutf8", "..", ".", strings.Repeat("n", coord.MaxNameLen+1), "ctl\x07"} {
-		if _, err := l.TryAcquire(ctx, name, time.Second); !errors.Is(err, coord.ErrInvalidName) {
+		if _, err := l.TryAcquire(ctx, name, time.Second, nil); !errors.Is(err, coord.ErrInvalidName) {
 			t.Errorf("TryAcquire(%q) = %v, want coord.ErrInvalidName", name, err)
 		}
 		if _, err := l.Acquire(ctx, name, time.Second, nil); !errors.Is(err, coord.ErrInvalidName) {
@@ -62,7 +62,7 @@ func TestAcquireRejectsBadInput(t *testing.T) {
 		}
 	}
 	for _, ttl := range []time.Duration{0, -time.Second, time.Microsecond, 999 * time.Microsecond} {
-		_, err := l.TryAcquire(ctx, "ok", ttl)
+		_, err := l.TryAcquire(ctx, "ok", ttl, nil)
 		var te *efficiencylock.TTLError
 		if !errors.As(err, &te) || !errors.Is(err, efficiencylock.ErrInvalidTTL) {
 			t.Errorf("TryAcquire(ttl %v) = %v, want *TTLError", ttl, err)
@@ -72,7 +72,7 @@ func TestAcquireRejectsBadInput(t *testing.T) {
 		t.Fatalf("bad input wrote keys: %v", keys)
 	}
 
-	lk, err := l.TryAcquire(ctx, "ok", 5*time.Second)
+	lk, err := l.TryAcquire(ctx, "ok", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

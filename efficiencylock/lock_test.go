@@ -13,10 +13,10 @@ import (
 
 func TestAcquireReleaseKeyLayout(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, nil)
+	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
 
-	lk, err := l.TryAcquire(ctx, "job-1", 5*time.Second)
+	lk, err := l.TryAcquire(ctx, "job-1", 5*time.Second, nil)
 	if err != nil {
 		t.Fatalf("TryAcquire: %v", err)
 	}
@@ -52,7 +52,7 @@ func TestAcquireReleaseKeyLayout(t *testing.T) {
 	}
 
 	// A second acquisition gets a different random value.
-	lk2, err := l.TryAcquire(ctx, "job-1", 5*time.Second)
+	lk2, err := l.TryAcquire(ctx, "job-1", 5*time.Second, nil)
 	if err != nil {
 		t.Fatalf("TryAcquire again: %v", err)
 	}
@@ -64,15 +64,15 @@ func TestAcquireReleaseKeyLayout(t *testing.T) {
 
 func TestContention(t *testing.T) {
 	t.Parallel()
-	l, _ := sharedLocker(t, nil)
+	l, _ := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 20*time.Second)
-	a, err := l.TryAcquire(ctx, "busy", 10*time.Second)
+	a, err := l.TryAcquire(ctx, "busy", 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	releaseAtEnd(t, a)
 
-	_, err = l.TryAcquire(ctx, "busy", time.Second)
+	_, err = l.TryAcquire(ctx, "busy", time.Second, nil)
 	var na *efficiencylock.NotAcquiredError
 	if !errors.As(err, &na) || !errors.Is(err, efficiencylock.ErrNotAcquired) || na.Attempts != 1 {
 		t.Fatalf("TryAcquire on a held lock = %v, want *NotAcquiredError after 1 attempt", err)
@@ -81,7 +81,7 @@ func TestContention(t *testing.T) {
 		t.Fatalf("ErrNotAcquired matches a context error: %v", err)
 	}
 
-	_, err = l.Acquire(ctx, "busy", time.Second, efficiencylock.LimitRetry(efficiencylock.FullJitter(time.Millisecond, 5*time.Millisecond), 3))
+	_, err = l.Acquire(ctx, "busy", time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.LimitRetry(efficiencylock.FullJitter(time.Millisecond, 5*time.Millisecond), 3)})
 	if !errors.As(err, &na) || na.Attempts != 4 {
 		t.Fatalf("Acquire with LimitRetry(3) = %v, want not acquired after 4 attempts", err)
 	}
@@ -109,11 +109,11 @@ func TestContention(t *testing.T) {
 
 func TestCancelledContext(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, nil)
+	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, acquire := range []func() error{
-		func() error { _, err := l.TryAcquire(ctx, "c", time.Second); return err },
+		func() error { _, err := l.TryAcquire(ctx, "c", time.Second, nil); return err },
 		func() error { _, err := l.Acquire(ctx, "c", time.Second, nil); return err },
 	} {
 		err := acquire()
@@ -126,7 +126,7 @@ func TestCancelledContext(t *testing.T) {
 	}
 
 	// A guard refreshed with a cancelled context keeps its lock.
-	lk, err := l.TryAcquire(ctxT(t, 5*time.Second), "c", 5*time.Second)
+	lk, err := l.TryAcquire(ctxT(t, 5*time.Second), "c", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +146,9 @@ func TestCancelledContext(t *testing.T) {
 
 func TestRefreshExtendsAndNeverReacquires(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, nil)
+	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	lk, err := l.TryAcquire(ctx, "r", 200*time.Millisecond)
+	lk, err := l.TryAcquire(ctx, "r", 200*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +179,14 @@ func TestRefreshExtendsAndNeverReacquires(t *testing.T) {
 // with typed errors and leave the new owner's lock intact.
 func TestAfterExpiryAnotherOwner(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, nil)
+	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	old, err := l.TryAcquire(ctx, "x", 50*time.Millisecond)
+	old, err := l.TryAcquire(ctx, "x", 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)
-	other, err := l.TryAcquire(ctx, "x", 10*time.Second)
+	other, err := l.TryAcquire(ctx, "x", 10*time.Second, nil)
 	if err != nil {
 		t.Fatalf("other owner: %v", err)
 	}
@@ -216,14 +216,14 @@ func TestAfterExpiryAnotherOwner(t *testing.T) {
 // valid (Redis restarted empty and someone acquired): Redis says "not yours".
 func TestStolenKeyServerSide(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, nil)
+	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	old, err := l.TryAcquire(ctx, "s", 10*time.Second)
+	old, err := l.TryAcquire(ctx, "s", 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Client.Del(ctx, old.Key())
-	other, err := l.TryAcquire(ctx, "s", 10*time.Second)
+	other, err := l.TryAcquire(ctx, "s", 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,9 +250,9 @@ func TestStolenKeyServerSide(t *testing.T) {
 
 func TestContextEndsAtExpiryWithoutRefresh(t *testing.T) {
 	t.Parallel()
-	l, _ := sharedLocker(t, nil)
+	l, _ := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	lk, err := l.TryAcquire(ctx, "e", 100*time.Millisecond)
+	lk, err := l.TryAcquire(ctx, "e", 100*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,10 +272,10 @@ func TestContextEndsAtExpiryWithoutRefresh(t *testing.T) {
 
 func TestAutoRefresh(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, &efficiencylock.Options{AutoRefresh: true})
+	l, db := sharedLocker(t, efficiencylock.Config{AutoRefresh: true})
 	ctx := ctxT(t, 20*time.Second)
 	const ttl = 300 * time.Millisecond
-	lk, err := l.TryAcquire(ctx, "auto", ttl)
+	lk, err := l.TryAcquire(ctx, "auto", ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestAutoRefresh(t *testing.T) {
 	}
 
 	// Per-acquisition opts turn it off.
-	off, err := l.TryAcquireWith(ctx, "manual", 150*time.Millisecond, &efficiencylock.LockOpts{AutoRefresh: ptr(false)})
+	off, err := l.TryAcquire(ctx, "manual", 150*time.Millisecond, &efficiencylock.LockOpts{AutoRefresh: ptr(false)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,14 +330,14 @@ func TestAutoRefresh(t *testing.T) {
 // Without faults, the lock excludes: many goroutines, one holder at a time.
 func TestMutualExclusionWithoutFaults(t *testing.T) {
 	t.Parallel()
-	l, _ := sharedLocker(t, nil)
+	l, _ := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 30*time.Second)
 	var inside, maxInside, runs atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 10 {
-				lk, err := l.Acquire(ctx, "mx", 5*time.Second, efficiencylock.FullJitter(time.Millisecond, 20*time.Millisecond))
+				lk, err := l.Acquire(ctx, "mx", 5*time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.FullJitter(time.Millisecond, 20*time.Millisecond)})
 				if err != nil {
 					t.Errorf("Acquire: %v", err)
 					return
@@ -364,9 +364,9 @@ func TestMutualExclusionWithoutFaults(t *testing.T) {
 // Every method of one guard called concurrently (run under -race).
 func TestGuardConcurrentUse(t *testing.T) {
 	t.Parallel()
-	l, _ := sharedLocker(t, &efficiencylock.Options{AutoRefresh: true})
+	l, _ := sharedLocker(t, efficiencylock.Config{AutoRefresh: true})
 	ctx := ctxT(t, 20*time.Second)
-	lk, err := l.TryAcquire(ctx, "cc", 500*time.Millisecond)
+	lk, err := l.TryAcquire(ctx, "cc", 500*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,9 +407,9 @@ func TestGuardConcurrentUse(t *testing.T) {
 // A Refresh with a shorter ttl shortens the guard's validity too.
 func TestRefreshShorterTTLShortensValidity(t *testing.T) {
 	t.Parallel()
-	l, _ := sharedLocker(t, nil)
+	l, _ := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	lk, err := l.TryAcquire(ctx, "short", 10*time.Second)
+	lk, err := l.TryAcquire(ctx, "short", 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

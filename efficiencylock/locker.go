@@ -18,32 +18,33 @@ import (
 type Locker struct {
 	client Client
 	why    Reason
-	opts   Options
+	cfg    Config
 	in     *instruments
 	log    *slog.Logger
 }
 
 // New returns a Locker over client. why must come from DuplicatesHarmless with a
-// non-empty reason: New returns a *ReasonError (ErrInvalidReason) otherwise, a
-// coord.ErrInvalidName error for an invalid Options.Tenant, and ErrNilClient for a
-// nil client. It does not contact Redis and does not block.
-func New(client Client, why Reason, opts *Options) (*Locker, error) {
+// non-empty reason: New returns a *ReasonError (ErrInvalidReason) otherwise, and a
+// *ConfigError (ErrInvalidConfig) for a nil client or an invalid Config.Tenant
+// (unwrapping to the *coord.NameError). It does not contact Redis and does not
+// block.
+func New(client Client, why Reason, cfg Config) (*Locker, error) {
 	if client == nil {
-		return nil, ErrNilClient
+		return nil, &ConfigError{Field: "client", Reason: "nil"}
 	}
 	if err := why.validate(); err != nil {
 		return nil, err
 	}
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, fmt.Errorf("efficiencylock: new: %w", err)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	return &Locker{
 		client: client,
 		why:    why,
-		opts:   o,
-		in:     newInstruments(o.MeterProvider, why, o.Tenant),
-		log:    o.Logger.With(slog.String(coord.AttrLockWhy, why.String()), slog.String(coord.AttrTenant, o.Tenant)),
+		cfg:    cfg,
+		in:     newInstruments(cfg.MeterProvider, why, cfg.Tenant),
+		log:    cfg.Logger.With(slog.String(coord.AttrLockWhy, why.String()), slog.String(coord.AttrTenant, cfg.Tenant)),
 	}, nil
 }
 
@@ -53,39 +54,32 @@ func (l *Locker) Reason() Reason { return l.why }
 // Key returns the Redis key of the lock called name:
 // /tenants/{tenant}/locks/{name}. Errors match coord.ErrInvalidName.
 func (l *Locker) Key(name string) (string, error) {
-	return coord.Key(l.opts.Tenant, coord.KindLocks, name)
+	return coord.Key(l.cfg.Tenant, coord.KindLocks, name)
 }
 
 // TryAcquire makes one attempt to take the lock called name for ttl: one SET NX PX
-// round trip, blocking at most until ctx ends (or the client's timeouts). It
-// returns the guard on success; a *NotAcquiredError (ErrNotAcquired) when someone
-// else holds the lock; the context's error, wrapped, when ctx is already done; a
-// coord.ErrInvalidName error for an invalid name; a *TTLError for ttl < 1 ms; and
-// the Redis error, wrapped, otherwise. If the reply to a SET that succeeded is lost,
-// the key is left to expire after ttl.
-func (l *Locker) TryAcquire(ctx context.Context, name string, ttl time.Duration) (*Lock, error) {
-	return l.TryAcquireWith(ctx, name, ttl, nil)
-}
-
-// TryAcquireWith is TryAcquire with per-acquisition options (nil: the Locker's).
-func (l *Locker) TryAcquireWith(ctx context.Context, name string, ttl time.Duration, opts *LockOpts) (*Lock, error) {
+// round trip, blocking at most until ctx ends (or the client's timeouts). opts may
+// be nil (the Config's AutoRefresh). It returns the guard on success; a
+// *NotAcquiredError (ErrNotAcquired) when someone else holds the lock; the
+// context's error, wrapped, when ctx is already done; a coord.ErrInvalidName error
+// for an invalid name; a *TTLError for ttl < 1 ms; and the Redis error, wrapped,
+// otherwise. If the reply to a SET that succeeded is lost, the key is left to
+// expire after ttl.
+func (l *Locker) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOpts) (*Lock, error) {
 	return l.acquire(ctx, name, ttl, NoRetry(), opts)
 }
 
 // Acquire takes the lock called name for ttl, retrying while someone else holds it
-// (or Redis is unreachable) according to retry (nil: Options.Retry). It blocks
-// until it acquires, the strategy gives up (a *NotAcquiredError, ErrNotAcquired),
-// or ctx ends: then it returns errors.Join(*NotAcquiredError, context.Cause(ctx)) if
-// at least one attempt found the lock held, or the wrapped context error if none
-// did. Invalid input fails at once as in TryAcquire.
-func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, retry RetryStrategy) (*Lock, error) {
-	return l.AcquireWith(ctx, name, ttl, retry, nil)
-}
-
-// AcquireWith is Acquire with per-acquisition options (nil: the Locker's).
-func (l *Locker) AcquireWith(ctx context.Context, name string, ttl time.Duration, retry RetryStrategy, opts *LockOpts) (*Lock, error) {
-	if retry == nil {
-		retry = l.opts.Retry
+// (or Redis is unreachable) according to opts.Retry (nil opts or nil Retry: the
+// Config's). It blocks until it acquires, the strategy gives up (a
+// *NotAcquiredError, ErrNotAcquired), or ctx ends: then it returns
+// errors.Join(*NotAcquiredError, context.Cause(ctx)) if at least one attempt found
+// the lock held, or the wrapped context error if none did. Invalid input fails at
+// once as in TryAcquire.
+func (l *Locker) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOpts) (*Lock, error) {
+	retry := l.cfg.Retry
+	if opts != nil && opts.Retry != nil {
+		retry = opts.Retry
 	}
 	return l.acquire(ctx, name, ttl, retry, opts)
 }
@@ -162,7 +156,7 @@ func (l *Locker) autoRefresh(opts *LockOpts) bool {
 	if opts != nil && opts.AutoRefresh != nil {
 		return *opts.AutoRefresh
 	}
-	return l.opts.AutoRefresh
+	return l.cfg.AutoRefresh
 }
 
 // isServerError reports an error reply from Redis (WRONGTYPE, NOPERM, READONLY…),

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/coordkit/coordkit/coord"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -29,9 +28,6 @@ type instruments struct {
 }
 
 func newInstruments(mp metric.MeterProvider, why Reason, tenant string) *instruments {
-	if mp == nil {
-		mp = otel.GetMeterProvider()
-	}
 	m := mp.Meter(coord.InstrumentationName + "/efficiencylock")
 	// The API's constructors return a usable no-op instrument alongside any error.
 	acq, _ := m.Int64Counter(coord.MetricLockAcquisitions,

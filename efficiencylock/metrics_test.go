@@ -101,7 +101,7 @@ func TestMetricsAndLogsCarryTheReason(t *testing.T) {
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	const why = "thumbnail regeneration is idempotent"
-	l, err := efficiencylock.New(db.Client, efficiencylock.DuplicatesHarmless(why), &efficiencylock.Options{
+	l, err := efficiencylock.New(db.Client, efficiencylock.DuplicatesHarmless(why), efficiencylock.Config{
 		Tenant:        db.Tenant,
 		MeterProvider: rec,
 		Logger:        slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -110,11 +110,11 @@ func TestMetricsAndLogsCarryTheReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t, 10*time.Second)
-	a, err := l.TryAcquire(ctx, "m", 5*time.Second)
+	a, err := l.TryAcquire(ctx, "m", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Acquire(ctx, "m", time.Second, efficiencylock.LimitRetry(efficiencylock.FullJitter(time.Millisecond, 2*time.Millisecond), 2)); !errors.Is(err, efficiencylock.ErrNotAcquired) {
+	if _, err := l.Acquire(ctx, "m", time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.LimitRetry(efficiencylock.FullJitter(time.Millisecond, 2*time.Millisecond), 2)}); !errors.Is(err, efficiencylock.ErrNotAcquired) {
 		t.Fatalf("contended Acquire = %v", err)
 	}
 	db.Client.Del(ctx, a.Key())

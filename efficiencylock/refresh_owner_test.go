@@ -16,9 +16,9 @@ import (
 // were, and the old guard learns it lost the lock.
 func TestRefreshLeavesAnotherOwnersLockIntact(t *testing.T) {
 	t.Parallel()
-	l, db := sharedLocker(t, nil)
+	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	old, err := l.TryAcquire(ctx, "o", 10*time.Second)
+	old, err := l.TryAcquire(ctx, "o", 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

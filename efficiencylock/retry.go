@@ -45,7 +45,7 @@ func FullJitter(base, ceiling time.Duration) RetryStrategy {
 }
 
 // DefaultRetry is FullJitter(DefaultRetryBase, DefaultRetryCap), the strategy
-// Acquire uses when given a nil RetryStrategy and Options.Retry is nil.
+// Acquire uses when neither LockOpts.Retry nor Config.Retry is set.
 func DefaultRetry() RetryStrategy { return FullJitter(DefaultRetryBase, DefaultRetryCap) }
 
 type fullJitter struct{ b coord.Backoff }

@@ -180,16 +180,16 @@ func TestSecretsCanary(t *testing.T) {
 	// tolerates that), on the success path and on the contention path.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", Password: redisSecret})
 	defer rdb.Close()
-	locker, err := efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("canary: a test"), &efficiencylock.Options{Tenant: "acme", Logger: logger})
+	locker, err := efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("canary: a test"), efficiencylock.Config{Tenant: "acme", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lockName := "canary-" + coordtest.Redis(t).Tenant // unique per run
-	held, err := locker.TryAcquire(ctx, lockName, 5*time.Second)
+	held, err := locker.TryAcquire(ctx, lockName, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, busy := locker.TryAcquire(ctx, lockName, 5*time.Second)
+	_, busy := locker.TryAcquire(ctx, lockName, 5*time.Second, nil)
 	if !errors.Is(busy, efficiencylock.ErrNotAcquired) {
 		t.Fatalf("second acquisition: %v", busy)
 	}
