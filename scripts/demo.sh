@@ -2,7 +2,8 @@
 # The README's "run" command: make sure the servers are up, then tell the story.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/services.sh
+services_env=$(scripts/services.sh postgres) # its exports: where each server is
+eval "$services_env"
 if [ -d cmd/coorddemo ]; then
   exec go run ./cmd/coorddemo "$@"
 fi

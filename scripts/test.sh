@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 export CI="${CI:-}"
 STATICCHECK="honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 
-scripts/services.sh
+services_env=$(scripts/services.sh) # its exports: where each server is
+eval "$services_env"
 
 # Every module in the repo: the SDK, and the ones that keep heavy dependencies
 # (x/tools, fault-injection tooling) out of the SDK's graph.

@@ -3,6 +3,7 @@ package coordtest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,11 @@ func Build(t testing.TB, importPath string) string {
 		}
 	})
 	if r.err != nil {
-		t.Fatalf("coordtest: go build %s: %v\n%s", importPath, r.err, r.out)
+		hint := ""
+		if errors.Is(r.err, exec.ErrNotFound) {
+			hint = "\nthe go command must be on PATH: tests build the servers they run as separate processes"
+		}
+		t.Fatalf("coordtest: go build %s: %v%s\n%s", importPath, r.err, hint, r.out)
 	}
 	return r.path
 }

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +34,7 @@ func PrivatePostgres(t testing.TB) *PostgresServer {
 	t.Helper()
 	bin, err := postgresBinDir()
 	if err != nil {
-		unreachable(t, "PostgreSQL binaries", "/usr/lib/postgresql/*/bin", err)
+		missingBinary(t, err, "scripts/services.sh postgres-bin (Debian's package postgresql)")
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -130,13 +132,54 @@ func (s *PostgresServer) ready(exited <-chan struct{}, timeout time.Duration) bo
 	return false
 }
 
+// postgresBinDir finds the directory holding initdb and postgres:
+// COORD_TEST_POSTGRES_BIN, else the newest /usr/lib/postgresql/<version>/bin
+// (Debian's layout), else the directory of postgres on PATH.
 func postgresBinDir() (string, error) {
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
-	if len(matches) == 0 {
-		if p, err := exec.LookPath("postgres"); err == nil {
-			return filepath.Dir(p), nil
+	has := func(dir string) bool {
+		for _, name := range []string{"initdb", "postgres"} {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.IsDir() {
+				return false
+			}
 		}
-		return "", fmt.Errorf("no postgres binary found")
+		return true
 	}
-	return filepath.Dir(matches[len(matches)-1]), nil
+	if dir := os.Getenv("COORD_TEST_POSTGRES_BIN"); dir != "" {
+		if !has(dir) {
+			return "", fmt.Errorf("COORD_TEST_POSTGRES_BIN=%s holds no initdb and postgres", dir)
+		}
+		return dir, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionLess(dirs[j], dirs[i]) }) // newest first
+	for _, dir := range dirs {
+		if has(dir) {
+			return dir, nil
+		}
+	}
+	if p, err := exec.LookPath("postgres"); err == nil && has(filepath.Dir(p)) {
+		return filepath.Dir(p), nil
+	}
+	return "", fmt.Errorf("PostgreSQL server binaries (initdb and postgres) are not in /usr/lib/postgresql/*/bin, nor on PATH, nor in COORD_TEST_POSTGRES_BIN")
+}
+
+// versionLess orders /usr/lib/postgresql/<version>/bin paths by version, so 10
+// comes after 9.6.
+func versionLess(a, b string) bool {
+	va := strings.Split(filepath.Base(filepath.Dir(a)), ".")
+	vb := strings.Split(filepath.Base(filepath.Dir(b)), ".")
+	for i := 0; i < len(va) && i < len(vb); i++ {
+		na, errA := strconv.Atoi(va[i])
+		nb, errB := strconv.Atoi(vb[i])
+		if errA != nil || errB != nil {
+			if va[i] != vb[i] {
+				return va[i] < vb[i]
+			}
+			continue
+		}
+		if na != nb {
+			return na < nb
+		}
+	}
+	return len(va) < len(vb)
 }

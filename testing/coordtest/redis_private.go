@@ -3,6 +3,7 @@ package coordtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -23,9 +24,9 @@ type RedisServer struct {
 // it answers PING (at most 10 s) and kills it when the test ends.
 func PrivateRedis(t testing.TB) *RedisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisServerBin()
 	if err != nil {
-		unreachable(t, "redis-server binary", "PATH", err)
+		missingBinary(t, err, "scripts/services.sh redis-bin (Debian's package redis-server)")
 	}
 	port := FreePort(t)
 	s := &RedisServer{Addr: fmt.Sprintf("127.0.0.1:%d", port)}
@@ -70,4 +71,19 @@ func (s *RedisServer) RestartEmpty(t testing.TB) {
 		t.Fatalf("coordtest: restart redis: %v", err)
 	}
 	s.WaitReady(t, 10*time.Second)
+}
+
+// redisServerBin finds redis-server: COORD_TEST_REDIS_SERVER, else PATH, else
+// Debian's /usr/bin/redis-server (for a PATH without /usr/bin).
+func redisServerBin() (string, error) {
+	if p := os.Getenv("COORD_TEST_REDIS_SERVER"); p != "" {
+		return exec.LookPath(p)
+	}
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
+		return "/usr/bin/redis-server", nil
+	}
+	return "", fmt.Errorf("redis-server is not on PATH, nor in /usr/bin, nor in COORD_TEST_REDIS_SERVER")
 }
