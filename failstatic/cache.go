@@ -100,12 +100,12 @@ type Status struct {
 // plus one RequestTimeout.
 func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*Cache[T], error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil etcd client", ErrInvalidConfig)
+		return nil, &ConfigError{Field: "client", Reason: "nil etcd client"}
 	}
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.defaults()
 	cfg.Classes = append([]KeyClass(nil), cfg.Classes...)
 	c := &Cache[T]{
 		cfg:         cfg,

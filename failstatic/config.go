@@ -62,24 +62,27 @@ type Config[T any] struct {
 	Classes []KeyClass
 
 	// ProbeInterval is how often a linearizable read checks that the cache is
-	// current. It bounds how far staleness can overstate the truth. Default 1 s.
+	// current. It bounds how far staleness can overstate the truth. Default
+	// DefaultProbeInterval (1 s).
 	ProbeInterval time.Duration
 	// ResetAfter: when the cache has not been confirmed current for this long,
 	// the watch is presumed hung and is restarted (from the last revision,
-	// after backoff). Default 10 s.
+	// after backoff). Default DefaultResetAfter (10 s).
 	ResetAfter time.Duration
-	// RequestTimeout bounds each read (list, probe). Default 2 s.
+	// RequestTimeout bounds each read (list, probe). Default
+	// DefaultRequestTimeout (2 s).
 	RequestTimeout time.Duration
 	// InitialTimeout bounds how long New waits for etcd when there is no usable
-	// state file. Default 5 s.
+	// state file. Default DefaultInitialTimeout (5 s).
 	InitialTimeout time.Duration
 	// DiskFallbackAfter bounds how long New waits for etcd before serving a
-	// usable state file. Default 50 ms.
+	// usable state file. Default DefaultDiskFallbackAfter (50 ms).
 	DiskFallbackAfter time.Duration
 
 	// Clock measures staleness and drives timers. Default coord.SystemClock().
 	Clock coord.Clock
-	// Backoff paces reconnects. Default: full jitter, 100 ms → 30 s.
+	// Backoff paces reconnects. Default coord.Backoff{}: full jitter from
+	// coord.DefaultBackoffBase (100 ms) to coord.DefaultBackoffCap (30 s).
 	Backoff coord.Backoff
 	// Logger receives rejections, reconnects and state-file problems.
 	// Default slog.Default().
@@ -89,36 +92,7 @@ type Config[T any] struct {
 	MeterProvider metric.MeterProvider
 }
 
-func (c *Config[T]) validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
-	}
-	switch {
-	case (c.Key == "") == (c.Prefix == ""):
-		return bad("exactly one of Key and Prefix is required")
-	case !utf8.ValidString(c.Key + c.Prefix):
-		return bad("key/prefix is not valid UTF-8")
-	case strings.ContainsRune(c.Key+c.Prefix, 0):
-		return bad("key/prefix contains NUL")
-	case c.Decode == nil:
-		return bad("Decode is required")
-	case c.ProbeInterval < 0, c.ResetAfter < 0, c.RequestTimeout < 0, c.InitialTimeout < 0, c.DiskFallbackAfter < 0:
-		return bad("durations must not be negative")
-	}
-	seen := map[string]bool{}
-	for _, k := range c.Classes {
-		if k.Name == "" || seen[k.Name] {
-			return bad("key class name %q empty or duplicated", k.Name)
-		}
-		if k.MaxStaleness <= 0 {
-			return bad("key class %q: MaxStaleness must be > 0", k.Name)
-		}
-		seen[k.Name] = true
-	}
-	return nil
-}
-
-func (c *Config[T]) defaults() {
+func (c Config[T]) withDefaults() Config[T] {
 	if c.ProbeInterval == 0 {
 		c.ProbeInterval = DefaultProbeInterval
 	}
@@ -144,10 +118,51 @@ func (c *Config[T]) defaults() {
 	if c.MeterProvider == nil {
 		c.MeterProvider = otel.GetMeterProvider()
 	}
+	return c
+}
+
+// validate checks a Config after withDefaults. Errors are *ConfigError.
+func (c Config[T]) validate() error {
+	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+	watched := "Key"
+	if c.Prefix != "" {
+		watched = "Prefix"
+	}
+	switch {
+	case (c.Key == "") == (c.Prefix == ""):
+		return bad("Key", "exactly one of Key and Prefix is required")
+	case !utf8.ValidString(c.Key + c.Prefix):
+		return bad(watched, "not valid UTF-8")
+	case strings.ContainsRune(c.Key+c.Prefix, 0):
+		return bad(watched, "contains NUL")
+	case c.Decode == nil:
+		return bad("Decode", "required")
+	case c.ProbeInterval < 0:
+		return bad("ProbeInterval", "negative")
+	case c.ResetAfter < 0:
+		return bad("ResetAfter", "negative")
+	case c.RequestTimeout < 0:
+		return bad("RequestTimeout", "negative")
+	case c.InitialTimeout < 0:
+		return bad("InitialTimeout", "negative")
+	case c.DiskFallbackAfter < 0:
+		return bad("DiskFallbackAfter", "negative")
+	}
+	seen := map[string]bool{}
+	for _, k := range c.Classes {
+		if k.Name == "" || seen[k.Name] {
+			return bad("Classes", fmt.Sprintf("key class name %q empty or duplicated", k.Name))
+		}
+		if k.MaxStaleness <= 0 {
+			return bad("Classes", fmt.Sprintf("key class %q: MaxStaleness must be > 0", k.Name))
+		}
+		seen[k.Name] = true
+	}
+	return nil
 }
 
 // watched returns the key or prefix and whether it is a prefix.
-func (c *Config[T]) watched() (string, bool) {
+func (c Config[T]) watched() (string, bool) {
 	if c.Prefix != "" {
 		return c.Prefix, true
 	}

@@ -29,7 +29,7 @@ var (
 	// ErrNotFound: Lookup found no such key in the current snapshot.
 	ErrNotFound = errors.New("failstatic: key not found")
 
-	// ErrInvalidConfig: Config failed validation in New.
+	// ErrInvalidConfig: Config failed validation in New. Returned as *ConfigError.
 	ErrInvalidConfig = errors.New("failstatic: invalid config")
 )
 
@@ -89,3 +89,21 @@ func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
 
 // Unwrap returns the error from Decode or Validate.
 func (e *RejectedError) Unwrap() error { return e.Err }
+
+// ConfigError reports an invalid Config field. It matches ErrInvalidConfig.
+type ConfigError struct {
+	Field  string // the Config field, e.g. "Prefix", or the argument ("client")
+	Reason string // what is wrong with it
+	Err    error  // the underlying error; may be nil
+}
+
+// Error describes the invalid field.
+func (e *ConfigError) Error() string {
+	return "failstatic: invalid config " + e.Field + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
