@@ -2,6 +2,7 @@ package correctnesslease
 
 import (
 	"log/slog"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -63,26 +64,12 @@ type Config struct {
 	keepAliveOnce keepAliveFunc
 }
 
-// withDefaults returns a copy of c with every zero field defaulted, after
-// validating it.
-func (c Config) withDefaults() (Config, error) {
-	if err := coord.ValidateName("tenant", c.Tenant, coord.MaxTenantLen); err != nil {
-		return c, err
-	}
+func (c Config) withDefaults() Config {
 	if c.TTL == 0 {
 		c.TTL = DefaultTTL
 	}
-	if c.TTL < MinTTL || c.TTL > MaxTTL {
-		return c, &ConfigError{Field: "TTL", Reason: c.TTL.String() + " outside [" + MinTTL.String() + ", " + MaxTTL.String() + "]"}
-	}
 	if c.KeepaliveTimeout == 0 {
 		c.KeepaliveTimeout = c.TTL / 6
-	}
-	if c.KeepaliveTimeout < 0 {
-		return c, &ConfigError{Field: "KeepaliveTimeout", Reason: "negative"}
-	}
-	if c.KeepaliveTimeout >= c.TTL/3 {
-		return c, &ConfigError{Field: "KeepaliveTimeout", Reason: c.KeepaliveTimeout.String() + " is not below TTL/3 = " + (c.TTL / 3).String()}
 	}
 	c.Clock = coord.OrSystem(c.Clock)
 	if c.Logger == nil {
@@ -94,7 +81,25 @@ func (c Config) withDefaults() (Config, error) {
 	if c.TracerProvider == nil {
 		c.TracerProvider = otel.GetTracerProvider()
 	}
-	return c, nil
+	return c
+}
+
+// validate checks a Config after withDefaults. Errors are *ConfigError; an
+// invalid Tenant unwraps to the *coord.NameError.
+func (c Config) validate() error {
+	if err := coord.ValidateName("Tenant", c.Tenant, coord.MaxTenantLen); err != nil {
+		ne := err.(*coord.NameError) // ValidateName returns nothing else
+		return &ConfigError{Field: "Tenant", Reason: strconv.Quote(ne.Value) + ": " + ne.Reason, Err: ne}
+	}
+	switch {
+	case c.TTL < MinTTL || c.TTL > MaxTTL:
+		return &ConfigError{Field: "TTL", Reason: c.TTL.String() + " outside [" + MinTTL.String() + ", " + MaxTTL.String() + "]"}
+	case c.KeepaliveTimeout < 0:
+		return &ConfigError{Field: "KeepaliveTimeout", Reason: "negative"}
+	case c.KeepaliveTimeout >= c.TTL/3:
+		return &ConfigError{Field: "KeepaliveTimeout", Reason: c.KeepaliveTimeout.String() + " is not below TTL/3 = " + (c.TTL / 3).String()}
+	}
+	return nil
 }
 
 // renewInterval is how often a healthy session sends a keepalive.

@@ -55,8 +55,8 @@ func TestConfigValidation(t *testing.T) {
 	}
 
 	// Defaults.
-	cfg, err := Config{Tenant: "a"}.withDefaults()
-	if err != nil {
+	cfg := Config{Tenant: "a"}.withDefaults()
+	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.TTL != 15*time.Second || cfg.KeepaliveTimeout != 15*time.Second/6 || cfg.Clock == nil ||

@@ -25,10 +25,12 @@ var (
 	ErrDrainExceeded = errors.New("correctnesslease: work did not stop within the drain period")
 )
 
-// ConfigError reports an invalid Config field. It matches ErrInvalidConfig.
+// ConfigError reports an invalid Config field. It matches ErrInvalidConfig and,
+// for an invalid Tenant, unwraps to the *coord.NameError.
 type ConfigError struct {
-	Field  string // the Config field, e.g. "TTL"
+	Field  string // the Config field, e.g. "TTL", or the argument ("client")
 	Reason string // what is wrong with it
+	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
 }
 
 // Error describes the invalid field.
@@ -38,3 +40,6 @@ func (e *ConfigError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidConfig) true.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }

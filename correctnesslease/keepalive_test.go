@@ -79,9 +79,9 @@ func TestStepDownPrecedesExpiry(t *testing.T) {
 				offset := time.Duration(k) * ttl / 3 / 20
 				name := fmt.Sprintf("resp=%v/req=%v/cut+%v", resp, req, offset)
 				synctest.Test(t, func(t *testing.T) {
-					cfg, err := Config{Tenant: "sim", TTL: ttl, KeepaliveTimeout: ttl/3 - 5*time.Millisecond,
+					cfg := Config{Tenant: "sim", TTL: ttl, KeepaliveTimeout: ttl/3 - 5*time.Millisecond,
 						Logger: testLogger(t)}.withDefaults()
-					if err != nil {
+					if err := cfg.validate(); err != nil {
 						t.Fatal(err)
 					}
 					sl := &simLease{ttl: ttl, reqDelay: req, respDelay: resp}
@@ -136,8 +136,8 @@ func TestStepDownPrecedesExpiry(t *testing.T) {
 func TestFatalKeepaliveErrors(t *testing.T) {
 	for _, fatal := range []error{rpctypes.ErrLeaseNotFound, rpctypes.ErrPermissionDenied, rpctypes.ErrInvalidAuthToken, rpctypes.ErrGRPCLeaseNotFound} {
 		synctest.Test(t, func(t *testing.T) {
-			cfg, err := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: testLogger(t)}.withDefaults()
-			if err != nil {
+			cfg := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: testLogger(t)}.withDefaults()
+			if err := cfg.validate(); err != nil {
 				t.Fatal(err)
 			}
 			calls := 0
@@ -221,8 +221,8 @@ func TestKeepaliveSharedBy1000Leases(t *testing.T) {
 // sent, however long attaching the session key took.
 func TestSlowStartCountsFromGrant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, err := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: testLogger(t)}.withDefaults()
-		if err != nil {
+		cfg := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: testLogger(t)}.withDefaults()
+		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}
 		cfg.keepAliveOnce = func(ctx context.Context, _ clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {

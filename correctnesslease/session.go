@@ -55,16 +55,16 @@ type Session struct {
 
 // NewSession grants an etcd lease of cfg.TTL, attaches a key the session owns
 // under /tenants/{cfg.Tenant}/members/, and starts the renewal loop. It blocks for
-// the two RPCs, bounded by ctx. It returns a *ConfigError (ErrInvalidConfig) or a
-// *coord.NameError (coord.ErrInvalidName) for invalid configuration, and the
+// the two RPCs, bounded by ctx. It returns a *ConfigError (ErrInvalidConfig; for an
+// invalid Tenant it unwraps to a *coord.NameError) for invalid configuration, and the
 // etcd error otherwise; on error nothing is left behind. ctx is not retained: the
 // session lives until Close or loss of authority.
 func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session, error) {
 	if cli == nil {
 		return nil, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
 	}
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.keepAliveOnce == nil {
