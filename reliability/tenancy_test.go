@@ -137,7 +137,7 @@ func TestTenantIsolation(t *testing.T) {
 	// check is exact however slow the writes are: the burst (200) passes, the rest
 	// are refused without reaching etcd.
 	clock := coordtest.NewFakeClock(time.Unix(0, 0))
-	kv := quotakv.New(acme, coord.NewQuotas(coord.QuotaConfig{Clock: clock}), nil)
+	kv := quotakv.New(acme, coord.NewQuotas(coord.QuotaConfig{Clock: clock}), quotakv.Config{})
 	if _, err := kv.Put(ctx, "/tenants/acme/config/big", strings.Repeat("x", 64<<10)); err != nil {
 		t.Fatalf("64 KiB: %v", err)
 	}

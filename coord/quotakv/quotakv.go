@@ -23,21 +23,26 @@ type KV struct {
 	rejected metric.Int64Counter
 }
 
-// Options configure a KV. A nil *Options takes the defaults.
-type Options struct {
+// Config configures a KV. The zero value is valid.
+type Config struct {
 	// MeterProvider receives coord.quota.rejected (attributes: tenant, quota).
-	// Default: otel.GetMeterProvider().
+	// Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 }
 
-// New wraps kv so that writes are charged against q.
-func New(kv clientv3.KV, q *coord.Quotas, opts *Options) *KV {
-	mp := otel.GetMeterProvider()
-	if opts != nil && opts.MeterProvider != nil {
-		mp = opts.MeterProvider
+func (c Config) withDefaults() Config {
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
 	}
+	return c
+}
+
+// New wraps kv so that writes are charged against q. It does not block. Every
+// Config is valid (there is nothing to validate).
+func New(kv clientv3.KV, q *coord.Quotas, cfg Config) *KV {
+	cfg = cfg.withDefaults()
 	// The API's counters never fail to construct; a nil-safe no-op is returned on error.
-	rejected, _ := mp.Meter(coord.InstrumentationName+"/coord/quotakv").Int64Counter(coord.MetricQuotaRejected,
+	rejected, _ := cfg.MeterProvider.Meter(coord.InstrumentationName+"/coord/quotakv").Int64Counter(coord.MetricQuotaRejected,
 		metric.WithDescription("Writes refused by a client-side quota before reaching etcd"))
 	return &KV{KV: kv, q: q, rejected: rejected}
 }

@@ -20,7 +20,7 @@ func TestQuotasBeforeEtcd(t *testing.T) {
 	clock := coordtest.NewFakeClock(time.Unix(0, 0))
 	reader := sdkmetric.NewManualReader()
 	kv := quotakv.New(cli, coord.NewQuotas(coord.QuotaConfig{Clock: clock}),
-		&quotakv.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+		quotakv.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	key := "/tenants/acme/config/big"

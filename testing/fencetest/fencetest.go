@@ -22,56 +22,87 @@ type Resource interface {
 	Read(ctx context.Context, key string) (value string, ok bool, err error)
 }
 
+// Defaults of Config.
+const (
+	DefaultTenant             = "fencetest"
+	DefaultWriters            = 4
+	DefaultWritesPerWriter    = 25
+	DefaultTokens             = 6
+	DefaultTTL                = correctnesslease.MinTTL
+	DefaultPausedHolderTrials = 1
+	DefaultTimeout            = 60 * time.Second
+)
+
 // Config tunes the kit. Only Endpoints is required.
 type Config struct {
 	// Endpoints of the etcd cluster that mints the tokens. Required.
 	Endpoints []string
-	// Tenant under which the kit's leases live. Default "fencetest".
+	// Tenant under which the kit's leases live. Default DefaultTenant.
 	Tenant string
 	// Writers is the number of concurrent writers in ConcurrentWritersNeverRegress.
-	// Default 4.
+	// Default DefaultWriters (4).
 	Writers int
-	// WritesPerWriter in ConcurrentWritersNeverRegress. Default 25.
+	// WritesPerWriter in ConcurrentWritersNeverRegress. Default
+	// DefaultWritesPerWriter (25).
 	WritesPerWriter int
 	// Tokens is how many successive leases mint the tokens the concurrent writers
-	// interleave. Default 6.
+	// interleave; at least 2. Default DefaultTokens (6).
 	Tokens int
-	// TTL of the paused holder's session. Default correctnesslease.MinTTL (2 s):
-	// each PausedHolder trial lasts about one TTL.
+	// TTL of the paused holder's session. Default DefaultTTL
+	// (correctnesslease.MinTTL, 2 s): each PausedHolder trial lasts about one TTL.
 	TTL time.Duration
 	// PausedHolderTrials is how many times the paused-holder scenario runs.
-	// Default 1.
+	// Default DefaultPausedHolderTrials (1).
 	PausedHolderTrials int
-	// Timeout bounds each check. Default 60 s.
+	// Timeout bounds each check. Default DefaultTimeout (60 s).
 	Timeout time.Duration
 }
 
-func (c *Config) defaults(t testing.TB) {
-	t.Helper()
-	if len(c.Endpoints) == 0 {
-		t.Fatal("fencetest: Config.Endpoints is required (e.g. coordtest.Etcd(t).Endpoints)")
-	}
+func (c Config) withDefaults() Config {
 	if c.Tenant == "" {
-		c.Tenant = "fencetest"
+		c.Tenant = DefaultTenant
 	}
-	if c.Writers <= 0 {
-		c.Writers = 4
+	if c.Writers == 0 {
+		c.Writers = DefaultWriters
 	}
-	if c.WritesPerWriter <= 0 {
-		c.WritesPerWriter = 25
+	if c.WritesPerWriter == 0 {
+		c.WritesPerWriter = DefaultWritesPerWriter
 	}
-	if c.Tokens < 2 {
-		c.Tokens = 6
+	if c.Tokens == 0 {
+		c.Tokens = DefaultTokens
 	}
 	if c.TTL == 0 {
-		c.TTL = correctnesslease.MinTTL
+		c.TTL = DefaultTTL
 	}
-	if c.PausedHolderTrials <= 0 {
-		c.PausedHolderTrials = 1
+	if c.PausedHolderTrials == 0 {
+		c.PausedHolderTrials = DefaultPausedHolderTrials
 	}
-	if c.Timeout <= 0 {
-		c.Timeout = 60 * time.Second
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
 	}
+	return c
+}
+
+// validate checks a Config after withDefaults. Errors are *ConfigError.
+func (c Config) validate() error {
+	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+	switch {
+	case len(c.Endpoints) == 0:
+		return bad("Endpoints", "required (e.g. coordtest.Etcd(t).Endpoints)")
+	case c.Writers < 1:
+		return bad("Writers", "below 1")
+	case c.WritesPerWriter < 1:
+		return bad("WritesPerWriter", "below 1")
+	case c.Tokens < 2:
+		return bad("Tokens", "below 2")
+	case c.TTL < 0:
+		return bad("TTL", "negative")
+	case c.PausedHolderTrials < 1:
+		return bad("PausedHolderTrials", "below 1")
+	case c.Timeout < 0:
+		return bad("Timeout", "negative")
+	}
+	return nil
 }
 
 // Run runs every check against r as subtests of t. It blocks until they finish
@@ -79,7 +110,10 @@ func (c *Config) defaults(t testing.TB) {
 // skips, when r does not fence or etcd is unreachable.
 func Run(t *testing.T, r Resource, cfg Config) {
 	t.Helper()
-	cfg.defaults(t)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
 	k := newKit(t, cfg)
 	t.Run("StaleTokenRejected", func(t *testing.T) { k.check(t, r, checkStale) })
 	t.Run("EqualTokenAccepted", func(t *testing.T) { k.check(t, r, checkEqual) })

@@ -52,8 +52,10 @@ func (*rejectAll) Write(_ context.Context, tok coord.Token, _, _ string) error {
 // The kit passes a correct resource and fails each broken one, check by check: a
 // kit that cannot fail certifies nothing.
 func TestKitCatchesBrokenResources(t *testing.T) {
-	cfg := Config{Endpoints: coordtest.Etcd(t).Endpoints}
-	cfg.defaults(t)
+	cfg := Config{Endpoints: coordtest.Etcd(t).Endpoints}.withDefaults()
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
 	k := newKit(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
