@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -25,15 +26,14 @@ const (
 
 // Store keeps idempotency keys in one Postgres table. It is safe for concurrent use.
 type Store struct {
-	pool  *pgxpool.Pool
-	cfg   Config
-	table string // quoted, schema-qualified when Config.Schema is set
-	in    *instruments
-	q     queries
-	// claimName names Do's prepared claim statement, per table.
-	claimName string
-	tracer    trace.Tracer
-	schema    pgschema.Component
+	pool   *pgxpool.Pool
+	cfg    Config
+	table  string // quoted, schema-qualified when Config.Schema is set
+	in     *instruments
+	q      queries
+	plan   plan // Do's first round trip: claim or look up
+	tracer trace.Tracer
+	schema pgschema.Component
 }
 
 // Func is the effect of a request. It runs at most once per key that commits: in the
@@ -47,10 +47,9 @@ type Func func(ctx context.Context, tx pgx.Tx) (Response, error)
 type DoOpts struct {
 	// WaitTimeout overrides Config.WaitTimeout for this call.
 	WaitTimeout time.Duration
-	// AssumeNew (Do only) skips the lookup that answers a completed key without
-	// opening a transaction: a new key then costs the same round trips as the bare
-	// effect transaction plus one, but a replay costs three round trips instead of
-	// one. For callers whose retries are rare. Default false.
+	// AssumeNew (Do only) always claims the key first, even while most recent
+	// requests found their key (then Do looks it up first, without a transaction,
+	// so that a replay costs one round trip instead of two). Default false.
 	AssumeNew bool
 }
 
@@ -72,7 +71,6 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s := &Store{pool: pool, cfg: cfg, table: pgschema.Qualified(cfg.Schema, cfg.Table), in: in, schema: schema}
 	s.q = newQueries(s.table)
 	s.tracer = cfg.TracerProvider.Tracer(coord.InstrumentationName + "/idempotency")
-	s.claimName = "coordkit_idem_claim_" + FingerprintOf([]byte(s.table)).String()[:16]
 	return s, nil
 }
 
@@ -89,10 +87,19 @@ func (s *Store) waitTimeout(o *DoOpts) time.Duration {
 	return s.cfg.WaitTimeout
 }
 
-// Do runs fn at most once for key: it looks the key up (a completed key is replayed
-// without a transaction), otherwise opens a READ COMMITTED transaction, inserts the
-// key row, runs fn in that transaction, stores fn's Response and commits — the key
-// and the effect commit or roll back together.
+// Do runs fn at most once for key, in a READ COMMITTED transaction of its own that
+// also writes the key row with fn's Response: the key and the effect commit or roll
+// back together. A completed key is replayed and fn does not run.
+//
+// Requests with the same key are serialized on a transaction-scoped advisory lock:
+// Do takes it, then reads the key (a snapshot taken after the lock), and runs fn
+// only when the key is absent. A new key costs the round trips of the bare effect
+// transaction: BEGIN with the claim, fn's statements, the key row with COMMIT. While
+// more than half of the recent requests of this Store found their key (a retry
+// storm), Do first looks the key up without a transaction instead, so a replay costs
+// one round trip (see DoOpts.AssumeNew). fn receives a pgx.Tx on Do's connection:
+// savepoints (tx.Begin) work; tx.Commit and tx.Rollback of the transaction itself
+// return an error.
 //
 // It blocks for the database round trips and for fn; while a duplicate with the same
 // key is uncommitted it waits at most the WaitTimeout, then returns *InFlightError.
@@ -111,10 +118,11 @@ func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	if err := key.Validate(); err != nil {
 		return Result{}, err
 	}
-	if opts == nil || !opts.AssumeNew {
+	if (opts == nil || !opts.AssumeNew) && s.plan.lookupFirst() {
 		if r, ok, err := s.lookup(ctx, s.pool, key); err != nil {
 			return Result{}, err
 		} else if ok {
+			s.plan.observe(true)
 			return s.classify(ctx, s.pool, key, fp, r)
 		}
 	}
@@ -123,47 +131,48 @@ func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 		return Result{}, fmt.Errorf("idempotency: acquire: %w", err)
 	}
 	defer c.Release() // a connection left inside a transaction is destroyed, rolling it back
-	wait := s.waitTimeout(opts)
-	tx, err := s.beginClaim(ctx, c.Conn(), key, fp, wait)
-	if err != nil {
-		pgtx.RollbackConn(ctx, c.Conn())
-		switch pgerr.Code(err) {
-		case pgerr.LockNotAvailable:
-			return Result{}, s.inFlight(ctx, key, wait, 0)
-		case pgerr.UniqueViolation: // a duplicate committed between our lookup and our insert
-			// On this connection: taking a second one from the pool could deadlock it.
-			r, ok, lerr := s.lookup(ctx, c.Conn(), key)
-			if lerr != nil {
-				return Result{}, lerr
-			}
-			if ok {
-				return s.classify(ctx, c.Conn(), key, fp, r)
-			}
-			return Result{}, s.inFlight(ctx, key, wait, 0)
+	conn := c.Conn()
+	r, found, err := s.claim(ctx, conn, true, key, s.waitTimeout(opts))
+	if err != nil || found {
+		pgtx.RollbackConn(ctx, conn)
+		if err != nil {
+			return Result{}, err
 		}
-		return Result{}, fmt.Errorf("idempotency: claim %s: %w", key, err)
+		s.plan.observe(true)
+		// On this connection: taking a second one from the pool could deadlock it.
+		return s.classify(ctx, conn, key, fp, r)
 	}
-	resp, err := runFn(ctx, tx, fn)
+	s.plan.observe(false)
+	resp, err := runFn(ctx, newConnTx(conn), fn)
 	if err != nil {
-		pgtx.RollbackConn(ctx, c.Conn())
+		pgtx.RollbackConn(ctx, conn)
 		return Result{}, err
 	}
 	hdr, err := s.checkSize(&resp)
 	if err != nil {
-		pgtx.RollbackConn(ctx, c.Conn())
+		pgtx.RollbackConn(ctx, conn)
 		return Result{}, err
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.q.complete, key.Scope, key.ID, resp.Status, hdr, resp.Body)
+	b.Queue(s.q.insertCompleted, key.Scope, key.ID, fp[:], resp.Status, hdr, resp.Body)
 	b.Queue("commit")
-	br := tx.SendBatch(ctx, b)
-	_, uerr := br.Exec()
+	br := conn.SendBatch(ctx, b)
+	_, ierr := br.Exec()
 	_, cerr := br.Exec()
 	berr := br.Close()
-	if err := errors.Join(uerr, cerr, berr); err != nil {
+	if err := errors.Join(ierr, cerr, berr); err != nil {
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) || c.Conn().PgConn().TxStatus() == 'E' {
-			pgtx.RollbackConn(ctx, c.Conn())
+		if errors.As(err, &pgErr) || conn.PgConn().TxStatus() == 'E' {
+			pgtx.RollbackConn(ctx, conn)
+			if pgerr.Code(err) == pgerr.UniqueViolation {
+				// A writer that does not take the key's lock (Store.Run claiming the
+				// same key) committed it meanwhile: answer as that row says.
+				r, ok, lerr := s.lookup(ctx, conn, key)
+				if lerr != nil || !ok {
+					return Result{}, errors.Join(lerr, s.inFlight(ctx, key, time.Second, 0))
+				}
+				return s.classify(ctx, conn, key, fp, r)
+			}
 			return Result{}, fmt.Errorf("idempotency: store response for %s: %w", key, err)
 		}
 		// The connection failed with COMMIT possibly delivered: the outcome is unknown.
@@ -173,29 +182,70 @@ func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	return Result{Response: resp}, nil
 }
 
-// beginClaim opens Do's transaction and claims key in one round trip, preparing
-// the claim statement on first use of the connection (pgx remembers it per
-// connection, so later calls cost nothing), and re-preparing it once if someone
-// deallocated it.
-func (s *Store) beginClaim(ctx context.Context, c *pgx.Conn, key Key, fp Fingerprint, wait time.Duration) (pgx.Tx, error) {
-	for attempt := 0; ; attempt++ {
-		if _, err := c.Prepare(ctx, s.claimName, s.q.claimStmt()); err != nil {
-			return nil, err
-		}
-		tx, err := c.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.q.beginClaim(s.claimName, key, fp, wait, s.cfg.LockTimeout)})
-		if err == nil || attempt > 0 || pgerr.Code(err) != pgerr.InvalidStatementName {
-			return tx, err
-		}
-		pgtx.RollbackConn(ctx, c)
-		_ = c.Deallocate(ctx, s.claimName)
-	}
+// batcher sends a batch: a *pgx.Conn or a pgx.Tx.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// DoTx is Do inside the caller's transaction tx: it inserts the key row in tx (waiting
-// at most the WaitTimeout for an uncommitted duplicate), runs fn with tx and stores
-// fn's Response in tx. The caller commits tx; the key and the effect then commit or
-// roll back together. tx must be READ COMMITTED: under REPEATABLE READ or
-// SERIALIZABLE a concurrent duplicate surfaces as a serialization failure.
+// claim takes key's advisory lock in db's transaction — beginning the transaction
+// in the same round trip when begin is set — and reads the key with a snapshot
+// taken after the lock. found reports a stored row (completed, or a phased request
+// in progress), which the caller answers instead of running fn; the lock is then
+// not waited for. A duplicate whose transaction holds the lock is waited for at
+// most wait (one more round trip), then *InFlightError.
+func (s *Store) claim(ctx context.Context, db batcher, begin bool, key Key, wait time.Duration) (r keyRow, found bool, err error) {
+	id := s.lockID(key)
+	b := &pgx.Batch{}
+	if begin {
+		b.Queue("begin isolation level read committed")
+	}
+	b.Queue(s.q.tryLock, id)
+	b.Queue(s.q.lookup, key.Scope, key.ID)
+	br := db.SendBatch(ctx, b)
+	var beginErr error
+	if begin {
+		_, beginErr = br.Exec()
+	}
+	var locked bool
+	lockErr := br.QueryRow().Scan(&locked)
+	found, readErr := scanKey(&r, br.QueryRow())
+	if err := errors.Join(beginErr, lockErr, readErr, br.Close()); err != nil {
+		return keyRow{}, false, fmt.Errorf("idempotency: claim %s: %w", key, err)
+	}
+	if locked || found {
+		return r, found, nil
+	}
+	// A duplicate holds the lock: wait for its transaction to end, then read again.
+	b = &pgx.Batch{}
+	b.Queue(s.q.waitLock, id, fmt.Sprintf("%dms", wait.Milliseconds()))
+	b.Queue(s.q.lookup, key.Scope, key.ID)
+	br = db.SendBatch(ctx, b)
+	_, lockErr = br.Exec()
+	found, readErr = scanKey(&r, br.QueryRow())
+	if err := errors.Join(lockErr, readErr, br.Close()); err != nil {
+		if pgerr.Code(err) == pgerr.LockNotAvailable {
+			return keyRow{}, false, s.inFlight(ctx, key, wait, 0)
+		}
+		return keyRow{}, false, fmt.Errorf("idempotency: claim %s: %w", key, err)
+	}
+	return r, found, nil
+}
+
+// lockID is the advisory lock of key: 64 bits of a hash of the table, the scope and
+// the key (length-prefixed, so no two keys share an encoding). A collision only
+// makes two keys wait for each other.
+func (s *Store) lockID(key Key) int64 {
+	h := FingerprintOf([]byte(s.table), []byte(key.Scope), []byte(key.ID))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}
+
+// DoTx is Do inside the caller's transaction tx: it takes the key's advisory lock
+// in tx (waiting at most the WaitTimeout for a duplicate in flight), reads the key,
+// runs fn with tx and writes the key row with fn's Response in tx. The caller
+// commits tx; the key and the effect then commit or roll back together. A completed
+// key is replayed and leaves tx usable. tx must be READ COMMITTED: under REPEATABLE
+// READ or SERIALIZABLE a concurrent duplicate surfaces as an error (a serialization
+// failure or *InFlightError).
 //
 // After any error the caller must roll tx back (after an *InFlightError from a lock
 // wait, tx is already aborted). Errors: *MismatchError, *InFlightError, *KeyError,
@@ -211,27 +261,11 @@ func (s *Store) doTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn
 	if err := key.Validate(); err != nil {
 		return Result{}, err
 	}
-	wait := s.waitTimeout(opts)
-	b := &pgx.Batch{}
-	b.Queue(s.q.insertClaim, key.Scope, key.ID, fp[:], s.cfg.LockTimeout.Milliseconds(), fmt.Sprintf("%dms", wait.Milliseconds()))
-	b.Queue(s.q.restoreLockTimeout)
-	b.Queue(s.q.lookup, key.Scope, key.ID)
-	br := tx.SendBatch(ctx, b)
-	tag, err2 := br.Exec()
-	_, err3 := br.Exec()
-	var r keyRow
-	err4 := r.scan(br.QueryRow())
-	err5 := br.Close()
-	if err := errors.Join(err2, err3); err != nil {
-		if pgerr.Code(err) == pgerr.LockNotAvailable {
-			return Result{}, s.inFlight(ctx, key, wait, 0)
-		}
-		return Result{}, fmt.Errorf("idempotency: claim %s: %w", key, err)
+	r, found, err := s.claim(ctx, tx, false, key, s.waitTimeout(opts))
+	if err != nil {
+		return Result{}, err
 	}
-	if err := errors.Join(err4, err5); err != nil {
-		return Result{}, fmt.Errorf("idempotency: claim %s: %w", key, err)
-	}
-	if tag.RowsAffected() == 0 {
+	if found {
 		return s.classify(ctx, tx, key, fp, r)
 	}
 	resp, err := runFn(ctx, tx, fn)
@@ -242,7 +276,12 @@ func (s *Store) doTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn
 	if err != nil {
 		return Result{}, err
 	}
-	if _, err := tx.Exec(ctx, s.q.complete, key.Scope, key.ID, resp.Status, hdr, resp.Body); err != nil {
+	if _, err := tx.Exec(ctx, s.q.insertCompleted, key.Scope, key.ID, fp[:], resp.Status, hdr, resp.Body); err != nil {
+		if pgerr.Code(err) == pgerr.UniqueViolation {
+			// A writer that does not take the key's lock (Store.Run) committed the
+			// key meanwhile; tx is aborted, so the retry learns how it ended.
+			return Result{}, errors.Join(s.inFlight(ctx, key, time.Second, 0), err)
+		}
 		return Result{}, fmt.Errorf("idempotency: store response for %s: %w", key, err)
 	}
 	s.in.executions.Add(ctx, 1)
@@ -287,14 +326,20 @@ func (r *keyRow) scan(row pgx.Row) error {
 
 func (s *Store) lookup(ctx context.Context, db Querier, key Key) (keyRow, bool, error) {
 	var r keyRow
-	err := r.scan(db.QueryRow(ctx, s.q.lookup, key.Scope, key.ID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, false, nil
-	}
+	found, err := scanKey(&r, db.QueryRow(ctx, s.q.lookup, key.Scope, key.ID))
 	if err != nil {
 		return r, false, fmt.Errorf("idempotency: lookup %s: %w", key, err)
 	}
-	return r, true, nil
+	return r, found, nil
+}
+
+// scanKey reads a lookup row into r; found is false when there is none.
+func scanKey(r *keyRow, row pgx.Row) (found bool, err error) {
+	err = r.scan(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // classify turns an existing row into the outcome for a request with fingerprint
