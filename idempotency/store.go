@@ -160,7 +160,7 @@ func (s *Store) do(ctx context.Context, key Key, fp Fingerprint, fn Func, opts *
 	_, ierr := br.Exec()
 	_, cerr := br.Exec()
 	berr := br.Close()
-	if err := errors.Join(ierr, cerr, berr); err != nil {
+	if err := firstErr(ierr, cerr, berr); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) || conn.PgConn().TxStatus() == 'E' {
 			pgtx.RollbackConn(ctx, conn)
@@ -209,7 +209,7 @@ func (s *Store) claim(ctx context.Context, db batcher, begin bool, key Key, wait
 	var locked bool
 	lockErr := br.QueryRow().Scan(&locked)
 	found, readErr := scanKey(&r, br.QueryRow())
-	if err := errors.Join(beginErr, lockErr, readErr, br.Close()); err != nil {
+	if err := firstErr(beginErr, lockErr, readErr, br.Close()); err != nil {
 		return keyRow{}, false, fmt.Errorf("idempotency: claim %s: %w", key, err)
 	}
 	if locked || found {
@@ -222,13 +222,24 @@ func (s *Store) claim(ctx context.Context, db batcher, begin bool, key Key, wait
 	br = db.SendBatch(ctx, b)
 	_, lockErr = br.Exec()
 	found, readErr = scanKey(&r, br.QueryRow())
-	if err := errors.Join(lockErr, readErr, br.Close()); err != nil {
+	if err := firstErr(lockErr, readErr, br.Close()); err != nil {
 		if pgerr.Code(err) == pgerr.LockNotAvailable {
 			return keyRow{}, false, s.inFlight(ctx, key, wait, 0)
 		}
 		return keyRow{}, false, fmt.Errorf("idempotency: claim %s: %w", key, err)
 	}
 	return r, found, nil
+}
+
+// firstErr returns the first non-nil error: after a batch's first failure, pgx
+// reports the same error for every later result.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lockID is the advisory lock of key: 64 bits of a hash of the table, the scope and

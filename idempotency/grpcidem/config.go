@@ -1,6 +1,11 @@
 package grpcidem
 
-import "context"
+import (
+	"context"
+	"log/slog"
+
+	"github.com/coordkit/coordkit/idempotency"
+)
 
 // Config configures UnaryServerInterceptor. Scope is required; every other field
 // states its default.
@@ -14,6 +19,18 @@ type Config struct {
 	// Optional lets calls without a key through, unprotected. Default false:
 	// InvalidArgument.
 	Optional bool
+	// Logger receives one record per call the interceptor answered Unavailable
+	// because the store failed: the cause, which the client never sees (it names
+	// database users, hosts and tables). Default the Store's
+	// idempotency.Config.Logger.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults(store *idempotency.Store) Config {
+	if c.Logger == nil {
+		c.Logger = store.Config().Logger
+	}
+	return c
 }
 
 func (c Config) validate() error {

@@ -31,18 +31,19 @@ const (
 // response message is stored (deterministically marshalled) with the key. A handler
 // error rolls the effect and the key back and is returned as is. Request and
 // response must be proto messages; a replayed response type must be linked into the
-// binary (protoregistry.GlobalTypes). Database failures are Unavailable: retrying
-// with the same key is safe.
+// binary (protoregistry.GlobalTypes). Database failures are Unavailable with a
+// fixed message (retrying with the same key is safe); their cause goes to
+// Config.Logger.
 //
 // It returns a *ConfigError for a nil store or a missing Scope.
 func UnaryServerInterceptor(store *idempotency.Store, cfg Config) (grpc.UnaryServerInterceptor, error) {
 	if store == nil {
 		return nil, &ConfigError{Field: "store", Reason: "nil"}
 	}
-	if err := cfg.validate(); err != nil { // every default is the zero value
+	o := cfg.withDefaults(store)
+	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	o := cfg
 	var methods map[string]bool
 	if len(o.Methods) > 0 {
 		methods = map[string]bool{}
@@ -105,7 +106,10 @@ func UnaryServerInterceptor(store *idempotency.Store, cfg Config) (grpc.UnarySer
 		if err == nil {
 			return replay(ctx, res.Response)
 		}
-		return nil, toStatus(ctx, err)
+		return nil, toStatus(ctx, err, func() {
+			o.Logger.ErrorContext(ctx, "grpcidem: idempotency store failed; answered Unavailable",
+				"method", info.FullMethod, "key", key.String(), "err", err)
+		})
 	}, nil
 }
 
@@ -129,7 +133,9 @@ func replay(ctx context.Context, r idempotency.Response) (any, error) {
 	return m, nil
 }
 
-func toStatus(ctx context.Context, err error) error {
+// toStatus maps an error of Store.Do to the call's status; storeFailed is called
+// when the store itself failed.
+func toStatus(ctx context.Context, err error, storeFailed func()) error {
 	var (
 		he  handlerError
 		me  *idempotency.MismatchError
@@ -157,5 +163,8 @@ func toStatus(ctx context.Context, err error) error {
 	case errors.Is(err, idempotency.ErrResponseTooLarge):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	}
-	return status.Error(codes.Unavailable, "idempotency store: "+err.Error()+"; retry with the same key")
+	// The cause names database users, hosts and tables: it goes to the log, not to
+	// the remote client.
+	storeFailed()
+	return status.Error(codes.Unavailable, "idempotency store unavailable; retry with the same key")
 }

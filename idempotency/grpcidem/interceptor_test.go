@@ -82,18 +82,25 @@ func newEnv(t *testing.T) *env {
 	if _, err := db.Pool.Exec(ctx, `CREATE TABLE charges (id serial PRIMARY KEY, amount text)`); err != nil {
 		t.Fatal(err)
 	}
-	icpt, err := grpcidem.UnaryServerInterceptor(store, grpcidem.Config{Scope: func(ctx context.Context, _ string) (string, error) {
+	return &env{pool: db.Pool, store: store, client: serve(t, db.Pool, store, grpcidem.Config{})}
+}
+
+// serve starts a gRPC server of chargeService behind the interceptor (the scope from
+// the "tenant" metadata, default "default") and returns a client of it.
+func serve(t *testing.T, pool *pgxpool.Pool, store *idempotency.Store, cfg grpcidem.Config) *grpc.ClientConn {
+	cfg.Scope = func(ctx context.Context, _ string) (string, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if v := md.Get("tenant"); len(v) == 1 {
 			return v[0], nil
 		}
 		return "default", nil
-	}})
+	}
+	icpt, err := grpcidem.UnaryServerInterceptor(store, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(icpt))
-	srv.RegisterService(chargeService(db.Pool), struct{}{})
+	srv.RegisterService(chargeService(pool), struct{}{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +112,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return &env{pool: db.Pool, store: store, client: cc}
+	return cc
 }
 
 func (e *env) charge(key, amount string, kv ...string) (string, metadata.MD, metadata.MD, error) {

@@ -1,6 +1,7 @@
 package httpidem
 
 import (
+	"log/slog"
 	"net/http"
 
 	"github.com/coordkit/coordkit/idempotency"
@@ -28,6 +29,17 @@ type Config struct {
 	// MaxBodyBytes bounds the request body read for the fingerprint (413 beyond).
 	// Default the Store's idempotency.Config.MaxRequestBytes.
 	MaxBodyBytes int64
+	// MaxResponseBytes bounds the handler's response body, which the middleware
+	// buffers until the key is stored. A Write beyond it fails with an error
+	// matching idempotency.ErrResponseTooLarge; the client then gets 500
+	// (response-too-large) and nothing commits. Default the Store's
+	// idempotency.Config.MaxResponseBytes (a larger body could not be stored).
+	MaxResponseBytes int
+	// Logger receives one record per request the middleware could not serve
+	// because of the store (the database failed, the commit outcome is unknown, the
+	// response was too large to store): the cause, which the client never sees.
+	// Default the Store's idempotency.Config.Logger.
+	Logger *slog.Logger
 	// Store reports whether a response with this status is stored (and its
 	// transaction committed). Default: status < 500 — a 5xx rolls the effect and
 	// the key back, so a retry runs again.
@@ -44,6 +56,12 @@ func (c Config) withDefaults(store *idempotency.Store) Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = int64(store.Config().MaxRequestBytes)
 	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = store.Config().MaxResponseBytes
+	}
+	if c.Logger == nil {
+		c.Logger = store.Config().Logger
+	}
 	if c.Store == nil {
 		c.Store = func(status int) bool { return status < 500 }
 	}
@@ -56,6 +74,8 @@ func (c Config) validate() error {
 		return &ConfigError{Field: "Scope", Reason: "required"}
 	case c.MaxBodyBytes < 0:
 		return &ConfigError{Field: "MaxBodyBytes", Reason: "negative"}
+	case c.MaxResponseBytes < 0:
+		return &ConfigError{Field: "MaxResponseBytes", Reason: "negative"}
 	}
 	return nil
 }

@@ -5,5 +5,10 @@
 // stored status, selected headers and body replayed, marked "Idempotent-Replayed: true".
 //
 // The handler runs inside the transaction that stores the key
-// (idempotency.TxFromContext), so its writes and the key commit together.
+// (idempotency.TxFromContext), so its writes and the key commit together. It reads
+// r.Body as usual: the middleware read the body to fingerprint it (at most
+// Config.MaxBodyBytes) and hands the same bytes to the handler. Its response is
+// buffered until the key is stored, at most Config.MaxResponseBytes of body; a
+// larger response fails the handler's Write, answers 500 and commits nothing. When
+// the store fails the client gets 503 with Retry-After and Config.Logger the cause.
 package httpidem

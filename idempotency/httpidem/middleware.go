@@ -21,15 +21,17 @@ import (
 // or invalid), reads the body (413 beyond MaxBodyBytes; 400 for a JSON body that is
 // invalid or not UTF-8), fingerprints method, path, query and the canonical body,
 // and calls Store.Do. The handler runs inside Do's transaction, which it gets with
-// idempotency.TxFromContext; its response is buffered, stored with the key and then
-// written. A completed key replays the stored status, ReplayHeaders and body with
+// idempotency.TxFromContext, and may read r.Body as usual (the middleware hands it
+// the bytes it read); its response is buffered (at most MaxResponseBytes), stored
+// with the key and then written. A completed key replays the stored status, ReplayHeaders and body with
 // "Idempotent-Replayed: true"; a different request with the key is 422; a
-// duplicate in flight is 409 with Retry-After; an unknown commit outcome is 503
-// with Retry-After (retrying with the key is safe).
+// duplicate in flight is 409 with Retry-After; a database failure or an unknown
+// commit outcome is 503 with Retry-After (retrying with the key is safe), and its
+// cause goes to Logger, once per request.
 //
 // The handler must not hijack the connection or stream: its output is buffered. It
 // returns a *ConfigError for a nil store, a missing Scope or a negative
-// MaxBodyBytes.
+// MaxBodyBytes or MaxResponseBytes.
 func Middleware(store *idempotency.Store, cfg Config) (func(http.Handler) http.Handler, error) {
 	if store == nil {
 		return nil, &ConfigError{Field: "store", Reason: "nil"}
@@ -93,9 +95,12 @@ func (m *mw) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	rec := &recorder{header: http.Header{}}
+	rec := &recorder{header: http.Header{}, max: m.o.MaxResponseBytes}
 	res, err := m.store.Do(r.Context(), key, fp, func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
 		next.ServeHTTP(rec, r.WithContext(idempotency.ContextWithTx(ctx, tx)))
+		if rec.overflow() {
+			return idempotency.Response{}, fmt.Errorf("%w: more than %d bytes of body", idempotency.ErrResponseTooLarge, m.o.MaxResponseBytes)
+		}
 		if !m.o.Store(rec.statusCode()) {
 			return idempotency.Response{}, errNotStored
 		}
@@ -119,10 +124,14 @@ func (m *mw) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	case errors.As(err, &ke):
 		problem(w, http.StatusBadRequest, "invalid-idempotency-key", err.Error())
 	case errors.Is(err, idempotency.ErrResponseTooLarge):
+		m.o.Logger.ErrorContext(r.Context(), "httpidem: response too large to store; answered 500, nothing committed",
+			"key", key.String(), "method", r.Method, "path", r.URL.Path, "err", err)
 		problem(w, http.StatusInternalServerError, "response-too-large", "the response is too large to store; nothing was committed")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		problem(w, http.StatusServiceUnavailable, "cancelled", "the request was cancelled; retry with the same Idempotency-Key")
 	default: // database unavailable, unknown commit outcome: retrying with the key is safe
+		m.o.Logger.ErrorContext(r.Context(), "httpidem: idempotency store failed; answered 503",
+			"key", key.String(), "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "1")
 		problem(w, http.StatusServiceUnavailable, "unavailable", "retry with the same Idempotency-Key")
 	}
@@ -172,11 +181,13 @@ func problem(w http.ResponseWriter, status int, typ, detail string) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// recorder buffers a handler's response.
+// recorder buffers a handler's response, at most max bytes of body.
 type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	max    int
+	full   bool // a Write exceeded max
 }
 
 func (r *recorder) Header() http.Header { return r.header }
@@ -187,12 +198,22 @@ func (r *recorder) WriteHeader(status int) {
 	}
 }
 
+// Write buffers b, or as much of it as fits under max and an error matching
+// idempotency.ErrResponseTooLarge.
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	if room := r.max - r.body.Len(); len(b) > room {
+		r.full = true
+		n, _ := r.body.Write(b[:max(room, 0)])
+		return n, fmt.Errorf("%w: the response body exceeds httpidem.Config.MaxResponseBytes (%d)", idempotency.ErrResponseTooLarge, r.max)
+	}
 	return r.body.Write(b)
 }
+
+// overflow reports whether a Write was refused for exceeding max.
+func (r *recorder) overflow() bool { return r.full }
 
 func (r *recorder) statusCode() int {
 	if r.status == 0 {
