@@ -38,6 +38,12 @@ const (
 	MetricInboxDuplicates    = "outbox.inbox.duplicates"       // counter
 	MetricOutboxEnqueueError = "outbox.enqueue.rejected"       // counter
 
+	// outbox consumers (natsjs, kafka), attr outbox.consumer
+	MetricConsumerProcessed    = "outbox.consumer.processed"        // counter: effects committed
+	MetricConsumerRedeliveries = "outbox.consumer.redeliveries"     // counter: deliveries after the first
+	MetricConsumerFailures     = "outbox.consumer.handler_failures" // counter
+	MetricConsumerDeadLettered = "outbox.consumer.dead_lettered"    // counter: messages given up
+
 	// saga
 	MetricSagaStateAge            = "saga.state_age_seconds"     // gauge: oldest non-terminal, attrs type+state
 	MetricSagaCompensationFailure = "saga.compensation_failures" // counter
@@ -56,14 +62,15 @@ const (
 
 // Attribute keys used on metrics and spans.
 const (
-	AttrLease   = "coord.lease"
-	AttrTenant  = "coord.tenant"
-	AttrReason  = "coord.reason"
-	AttrQuota   = "coord.quota"
-	AttrTopic   = "outbox.topic"
-	AttrSaga    = "saga.type"
-	AttrState   = "saga.state"
-	AttrStep    = "saga.step"
-	AttrLockWhy = "efficiencylock.reason"
-	AttrOutcome = "coord.outcome"
+	AttrLease    = "coord.lease"
+	AttrTenant   = "coord.tenant"
+	AttrReason   = "coord.reason"
+	AttrQuota    = "coord.quota"
+	AttrTopic    = "outbox.topic"
+	AttrConsumer = "outbox.consumer"
+	AttrSaga     = "saga.type"
+	AttrState    = "saga.state"
+	AttrStep     = "saga.step"
+	AttrLockWhy  = "efficiencylock.reason"
+	AttrOutcome  = "coord.outcome"
 )

@@ -27,6 +27,10 @@ var (
 	ErrInvalidConfig = errors.New("outbox: invalid config")
 	// ErrNotParked: Requeue or Discard named an event that is not in the dead-letter table.
 	ErrNotParked = errors.New("outbox: event not parked")
+	// ErrNoDestination: the broker has no stream or topic for what a publisher
+	// publishes (reported by a Checker at relay start, and by publishers per
+	// message, with the name).
+	ErrNoDestination = errors.New("outbox: broker destination does not exist")
 	// ErrSkipped is what a Publisher reports for a message it did not attempt because
 	// an earlier message of the same key failed in the same batch, or because ctx
 	// was done before its turn. The relay does not count it as an attempt.

@@ -6,10 +6,12 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -91,7 +93,7 @@ func (in *Inbox) ProcessTx(ctx context.Context, tx pgx.Tx, consumer, eventID str
 		return false, fmt.Errorf("outbox: inbox: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		in.m.dups.Add(ctx, 1)
+		in.m.dups.Add(ctx, 1, metric.WithAttributes(attribute.String(coord.AttrConsumer, consumer)))
 		return false, nil
 	}
 	if err := fn(ctx, tx); err != nil {

@@ -15,6 +15,15 @@ type Publisher interface {
 	Publish(ctx context.Context, msgs []Message) []error
 }
 
+// Checker is implemented by a Publisher that can verify, before a relay starts,
+// that the broker has somewhere to put what it will publish (JetStream streams
+// for its subjects, Kafka topics). Relay.Run calls Check once: an error matching
+// ErrNoDestination is returned from Run at once (a misconfiguration, named);
+// any other error is logged and the relay starts anyway (publishing retries).
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
 // PublisherFunc adapts a one-message function to Publisher: messages are sent one
 // at a time in order; after a failure, the rest of that key's messages report
 // ErrSkipped while other keys continue. Once ctx is done, the messages not yet

@@ -16,6 +16,8 @@ import (
 	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Relay publishes the outbox. Several relays (in one or many processes) may run
@@ -66,8 +68,17 @@ func (r *Relay) Stats() RelayStats {
 // retried with backoff forever (a PostgreSQL restart is survived without help).
 // When ctx is cancelled, the batch in flight is finished (published and marked)
 // within Config.ShutdownTimeout and Run returns nil; anything not marked stays in
-// the table for the next relay, so shutdown loses nothing.
+// the table for the next relay, so shutdown loses nothing. If the publisher is a
+// Checker, Run first checks it: a missing destination (ErrNoDestination) is
+// returned at once, naming the stream or topic.
 func (r *Relay) Run(ctx context.Context) error {
+	if c, ok := r.pub.(Checker); ok {
+		if err := c.Check(ctx); errors.Is(err, ErrNoDestination) {
+			return fmt.Errorf("outbox: relay for %s: %w", r.cfg.Table, err)
+		} else if err != nil && ctx.Err() == nil {
+			r.cfg.Logger.WarnContext(ctx, "outbox relay: publisher check failed; starting anyway", "table", r.cfg.Table, "err", err)
+		}
+	}
 	wake := make(chan struct{}, 1)
 	lctx, stopListen := context.WithCancel(ctx)
 	listenDone := make(chan struct{})
@@ -199,26 +210,8 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var retries, parked int64
-	for _, f := range failures {
-		if f.park && !fellBack {
-			parked++
-		} else {
-			retries++
-		}
-	}
 	r.stats.published.Add(int64(len(ok)))
-	r.stats.parked.Add(parked)
-	r.o.m.published.Add(bctx, int64(len(ok)))
-	if retries > 0 {
-		r.o.m.retries.Add(bctx, retries)
-	}
-	if parked > 0 {
-		r.o.m.parked.Add(bctx, parked)
-	}
-	for _, l := range lags {
-		r.o.m.lag.Record(bctx, l)
-	}
+	r.observe(bctx, msgs, lags, failures, fellBack)
 	return len(msgs), nil
 }
 
@@ -296,6 +289,46 @@ func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
 // maxErrorBytes bounds the publisher error text stored in last_error.
 const maxErrorBytes = 2000
 
+// observe counts a committed batch in the metrics, per topic (outbox.topic).
+func (r *Relay) observe(ctx context.Context, msgs []Message, lags []seqLag, failures []failure, fellBack bool) {
+	topic := make(map[int64]string, len(msgs))
+	for _, m := range msgs {
+		topic[m.Seq] = m.Topic
+	}
+	attrs := map[string]metric.MeasurementOption{}
+	at := func(t string) metric.MeasurementOption {
+		o, ok := attrs[t]
+		if !ok {
+			o = metric.WithAttributes(attribute.String(coord.AttrTopic, t))
+			attrs[t] = o
+		}
+		return o
+	}
+	published := map[string]int64{}
+	for _, l := range lags {
+		t := topic[l.seq]
+		r.o.m.lag.Record(ctx, l.ms, at(t))
+		published[t]++
+	}
+	for t, n := range published {
+		r.o.m.published.Add(ctx, n, at(t))
+	}
+	for _, f := range failures {
+		if f.park && !fellBack {
+			r.stats.parked.Add(1)
+			r.o.m.parked.Add(ctx, 1, at(topic[f.seq]))
+		} else {
+			r.o.m.retries.Add(ctx, 1, at(topic[f.seq]))
+		}
+	}
+}
+
+// seqLag is a marked row's publish lag, in milliseconds.
+type seqLag struct {
+	seq int64
+	ms  float64
+}
+
 // failure is a failed publish attempt to record: a retry, or parking.
 type failure struct {
 	seq     int64
@@ -356,7 +389,7 @@ func (r *Relay) sortOutcomes(ctx context.Context, msgs []Message, errs []error) 
 // failing event still gets its attempt counted and its backoff, with a fixed
 // error text instead — so a failure to record a failure neither republishes the
 // other keys nor lets the failing key loop without ever reaching MaxAttempts.
-func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures []failure) (lags []float64, fellBack bool, err error) {
+func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures []failure) (lags []seqLag, fellBack bool, err error) {
 	b := &pgx.Batch{}
 	// A mark lost in a server crash only means the batch is published again
 	// (at-least-once, the inbox absorbs it), so the relay does not wait for its
@@ -369,8 +402,8 @@ func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures
 		}
 		b.Queue(q, ok).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var l float64
-				if err := rows.Scan(&l); err != nil {
+				var l seqLag
+				if err := rows.Scan(&l.seq, &l.ms); err != nil {
 					return err
 				}
 				lags = append(lags, l)

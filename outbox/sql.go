@@ -57,9 +57,9 @@ WHERE o.published_at IS NULL AND o.seq <= $1 AND o.aggregateid = ANY($3::text[])
   AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
 ORDER BY o.seq LIMIT $2`
 	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
-RETURNING extract(epoch FROM published_at - created_at)::float8 * 1000`
+RETURNING seq, extract(epoch FROM published_at - created_at)::float8 * 1000`
 	s.deletePublished = `DELETE FROM ` + t + ` WHERE seq = ANY($1::bigint[])
-RETURNING extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000`
+RETURNING seq, extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000`
 	s.fail = `UPDATE ` + t + ` SET attempts = attempts + 1, last_error = $3,
   next_attempt_at = clock_timestamp() + $2::bigint * interval '1 millisecond' WHERE seq = $1`
 	s.park = `WITH m AS (DELETE FROM ` + t + ` WHERE seq = $1 RETURNING *)

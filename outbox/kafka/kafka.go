@@ -28,12 +28,16 @@ type Options struct {
 	// Topic maps an event to a Kafka topic. Default: the event's Topic
 	// (aggregatetype).
 	Topic func(m outbox.Message) string
+	// Topics lists topics the relay will publish to (after Topic); Check
+	// verifies, when the relay starts, that each exists. Default none.
+	Topics []string
 }
 
 // Publisher is an outbox.Publisher over a *kgo.Client. Safe for concurrent use.
 type Publisher struct {
 	client *kgo.Client
 	topic  func(m outbox.Message) string
+	topics []string
 }
 
 // New returns a Publisher producing through client, which the caller configures
@@ -42,6 +46,9 @@ func New(client *kgo.Client, opts *Options) *Publisher {
 	p := &Publisher{client: client, topic: func(m outbox.Message) string { return m.Topic }}
 	if opts != nil && opts.Topic != nil {
 		p.topic = opts.Topic
+	}
+	if opts != nil {
+		p.topics = opts.Topics
 	}
 	return p
 }
@@ -132,7 +139,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error 
 			// batch: match them by record.
 			for _, r := range p.client.ProduceSync(ctx, batch...) {
 				if r.Err != nil {
-					fail(index[r.Record], r.Err)
+					fail(index[r.Record], fmt.Errorf("kafka: topic %q: %w", r.Record.Topic, r.Err))
 				}
 			}
 		}
@@ -142,6 +149,13 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error 
 		return nil
 	}
 	return errs
+}
+
+// Check reports whether each of Options.Topics exists: an error matching
+// outbox.ErrNoDestination names the first missing topic. The relay calls it at
+// start (outbox.Checker). It blocks for one metadata request.
+func (p *Publisher) Check(ctx context.Context) error {
+	return checkTopics(ctx, p.client, p.topics)
 }
 
 type fitness int

@@ -10,6 +10,8 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func randomName() string {
@@ -42,4 +44,34 @@ func jetStream(t *testing.T, dupWindow time.Duration) (url string, js jetstream.
 	}
 	t.Cleanup(func() { js.DeleteStream(context.Background(), stream) })
 	return url, js, stream, prefix
+}
+
+// countingMeter is an OTel SDK meter provider whose counters a test reads by name.
+type countingMeter struct {
+	*sdkmetric.MeterProvider
+	reader *sdkmetric.ManualReader
+}
+
+func newCountingMeter() *countingMeter {
+	r := sdkmetric.NewManualReader()
+	return &countingMeter{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)), reader: r}
+}
+
+// sum returns the total of the int64 counter name over all its attributes.
+func (m *countingMeter) sum(name string) float64 {
+	var rm metricdata.ResourceMetrics
+	if err := m.reader.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	var total int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if s, ok := mt.Data.(metricdata.Sum[int64]); ok && mt.Name == name {
+				for _, dp := range s.DataPoints {
+					total += dp.Value
+				}
+			}
+		}
+	}
+	return float64(total)
 }

@@ -10,6 +10,8 @@ package natsjs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +27,9 @@ type Options struct {
 	Subject func(m outbox.Message) string
 	// Concurrency is how many keys are published in parallel. Default 32.
 	Concurrency int
+	// Subjects lists subjects the relay will publish to (after Subject); Check
+	// verifies, when the relay starts, that a stream captures each. Default none.
+	Subjects []string
 }
 
 // Publisher is an outbox.Publisher over JetStream. Safe for concurrent use.
@@ -32,6 +37,7 @@ type Publisher struct {
 	js          jetstream.JetStream
 	subject     func(m outbox.Message) string
 	concurrency int
+	subjects    []string
 	dups        atomic.Int64
 }
 
@@ -46,6 +52,7 @@ func New(js jetstream.JetStream, opts *Options) *Publisher {
 		if opts.Concurrency > 0 {
 			p.concurrency = opts.Concurrency
 		}
+		p.subjects = opts.Subjects
 	}
 	return p
 }
@@ -98,8 +105,10 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error 
 					}
 					return
 				}
-				ack, err := p.js.PublishMsg(ctx, p.Msg(msgs[i]))
+				msg := p.Msg(msgs[i])
+				ack, err := p.js.PublishMsg(ctx, msg)
 				if err != nil {
+					err = named(msg.Subject, err)
 					failed.Store(true)
 					errs[i] = err
 					for _, j := range idx[n+1:] {
@@ -118,4 +127,28 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error 
 		return nil
 	}
 	return errs
+}
+
+// Check reports, for each of Options.Subjects, whether a stream captures it: an
+// error matching outbox.ErrNoDestination names the first subject no stream
+// captures. The relay calls it at start (outbox.Checker).
+func (p *Publisher) Check(ctx context.Context) error {
+	for _, subj := range p.subjects {
+		if _, err := p.js.StreamNameBySubject(ctx, subj); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("natsjs: subject %q: no JetStream stream captures it: %w", subj, outbox.ErrNoDestination)
+			}
+			return fmt.Errorf("natsjs: subject %q: %w", subj, err)
+		}
+	}
+	return nil
+}
+
+// named says which subject a publish error was for, and what "no response from
+// stream" usually means.
+func named(subject string, err error) error {
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+		return fmt.Errorf("natsjs: subject %q: no JetStream stream answered — none captures the subject, or it is unavailable: %w", subject, err)
+	}
+	return fmt.Errorf("natsjs: subject %q: %w", subject, err)
 }

@@ -105,13 +105,14 @@ func runChildRelay() int {
 
 // Two relays — one in this process, one a child process that is SIGKILLed
 // between publishing a batch and marking it, again and again — publish to a real
-// JetStream stream while producers keep writing. The stream's duplicate window is
+// JetStream stream while producers keep writing, and the natsjs consumer helper,
+// restarted every 400 ms, applies the events. The stream's duplicate window is
 // tiny, so re-published events reach the consumer, and the inbox is what keeps
 // its effects exactly-once. Asserted: every committed event has exactly one
-// effect (0 lost), duplicates were published (and counted), per-key order of
-// effects never broke, and the kills happened.
+// effect (0 lost, 0 doubled), duplicates were published and skipped (counted),
+// per-key order of effects never broke, and the kills and restarts happened.
 func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
-	res := coordtest.NewResult(t, "two relays, one SIGKILLed between publish and mark, JetStream + inbox", coordtest.Faults("SIGKILL between publish and mark", "process kills"))
+	res := coordtest.NewResult(t, "two relays, one SIGKILLed between publish and mark, JetStream + inbox", coordtest.Faults("SIGKILL between publish and mark", "process kills", "consumer restarts"))
 	defer coordtest.Report(t, res)
 	kills := coordtest.Pick(20, 100)
 	natsURL, js, stream, prefix := jetStream(t, 100*time.Millisecond) // the server minimum; kills come 300 ms after publishing
@@ -124,7 +125,8 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 	if err := ob.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	in, _ := outbox.NewInbox(outbox.InboxConfig{Table: "inbox"})
+	tm := newCountingMeter()
+	in, _ := outbox.NewInbox(outbox.InboxConfig{Table: "inbox", MeterProvider: tm})
 	if err := in.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
@@ -165,51 +167,45 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 		}()
 	}
 
-	// Consumer: ordered JetStream consumer → inbox → effects, checking order.
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	// Consumers: the natsjs helper over a durable pull consumer (MaxAckPending
+	// 1: the order of effects holds across restarts), restarted every 400 ms
+	// while the kills go on — each restart hands back what it held.
+	durable, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "effects",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var delivered, dupSkipped, applied, violations atomic.Int64
+	var violations atomic.Int64
+	handler := func(ctx context.Context, tx pgx.Tx, m jetstream.Msg) error {
+		key, ns, _ := strings.Cut(string(m.Data()), ":")
+		n, _ := strconv.Atoi(ns)
+		var last int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(n), -1) FROM effects WHERE key = $1`, key).Scan(&last); err != nil {
+			return err
+		}
+		if n != last+1 {
+			violations.Add(1)
+			t.Errorf("order violated at the consumer: key %s effect %d after %d", key, n, last)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO effects (key, n) VALUES ($1, $2)`, key, n)
+		return err
+	}
+	consumer, err := natsjs.NewConsumer(durable, natsjs.ConsumerConfig{Name: "effects", DB: db.Pool, Inbox: in, Handler: handler, MeterProvider: tm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restarts atomic.Int64
 	cctx, stopConsumer := context.WithCancel(ctx)
 	consumerDone := make(chan struct{})
 	go func() {
 		defer close(consumerDone)
 		for cctx.Err() == nil {
-			batch, err := cons.Fetch(200, jetstream.FetchMaxWait(500*time.Millisecond))
-			if err != nil {
-				continue
+			rctx, stop := context.WithTimeout(cctx, 400*time.Millisecond)
+			if err := consumer.Run(rctx); err != nil {
+				t.Errorf("consumer: %v", err)
 			}
-			for m := range batch.Messages() {
-				delivered.Add(1)
-				key, ns, _ := strings.Cut(string(m.Data()), ":")
-				n, _ := strconv.Atoi(ns)
-				err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-					ok, err := in.ProcessTx(ctx, tx, "effects", m.Headers().Get(outbox.HeaderEventID), func(ctx context.Context, tx pgx.Tx) error {
-						var last int
-						if err := tx.QueryRow(ctx, `SELECT coalesce(max(n), -1) FROM effects WHERE key = $1`, key).Scan(&last); err != nil {
-							return err
-						}
-						if n != last+1 {
-							violations.Add(1)
-							t.Errorf("order violated at the consumer: key %s effect %d after %d", key, n, last)
-						}
-						_, err := tx.Exec(ctx, `INSERT INTO effects (key, n) VALUES ($1, $2)`, key, n)
-						return err
-					})
-					if err == nil {
-						if ok {
-							applied.Add(1)
-						} else {
-							dupSkipped.Add(1)
-						}
-					}
-					return err
-				})
-				if err != nil {
-					t.Errorf("consumer: %v", err)
-				}
-			}
+			stop()
+			restarts.Add(1)
 		}
 	}()
 
@@ -260,36 +256,56 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 	}
 	stopLocal()
 	<-localDone
-	time.Sleep(700 * time.Millisecond) // let the consumer see any late duplicate
+	// Every message in the stream settled (late duplicates included).
+	for {
+		info, err := durable.Info(ctx)
+		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the consumer did not settle the stream: %+v, %v", info, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	stopConsumer()
 	<-consumerDone
+	db.Pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&effects)
+	processed, dupSkipped := int64(tm.sum(coord.MetricConsumerProcessed)), int64(tm.sum(coord.MetricInboxDuplicates))
+	failures, dropped := int64(tm.sum(coord.MetricConsumerFailures)), int64(tm.sum(coord.MetricConsumerDeadLettered))
 
 	var pubs, distinct, childPubs int64
 	db.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT event_id), count(*) FILTER (WHERE relay = 'child') FROM attempts`).Scan(&pubs, &distinct, &childPubs)
 	var pending int64
 	db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE published_at IS NULL`).Scan(&pending)
 	t.Logf("kills between publish and mark: %d (process kills %d); events committed %d; effects %d; lost %d; "+
-		"publications %d for %d distinct events (%d duplicates, %d by the killed child); deliveries %d, inbox skipped %d duplicates; order violations %d; unpublished left %d",
+		"publications %d for %d distinct events (%d duplicates, %d by the killed child); consumer restarts %d, processed %d, inbox skipped %d duplicates, handler failures %d, dead-lettered %d; order violations %d; unpublished left %d",
 		killsAfterPublish, child.Stats().Kills, total, effects, total-effects, pubs, distinct, pubs-distinct, childPubs,
-		delivered.Load(), dupSkipped.Load(), violations.Load(), pending)
+		restarts.Load(), processed, dupSkipped, failures, dropped, violations.Load(), pending)
 	res.Trials = int(total)
 	res.Faults["SIGKILL between publish and mark"] = int(killsAfterPublish)
 	res.Faults["process kills"] = child.Stats().Kills
+	res.Faults["consumer restarts"] = int(restarts.Load())
 	res.Outcome["events committed"] = int64(total)
 	res.Outcome["consumer effects"] = int64(effects)
 	res.Outcome["events lost"] = int64(total - effects)
 	res.Outcome["duplicates published"] = pubs - distinct
-	res.Outcome["duplicates skipped by the inbox"] = dupSkipped.Load()
+	res.Outcome["duplicates skipped by the inbox"] = dupSkipped
+	res.Outcome["consumer handler failures"] = failures
+	res.Outcome["dead-lettered"] = dropped
 	res.Outcome["per-key order violations"] = violations.Load()
-	res.Notes = "trials = events committed; duplicates are publications the killed relay made but never marked, redelivered after JetStream's 100 ms duplicate window."
+	res.Notes = "trials = events committed; duplicates are publications the killed relay made but never marked, redelivered after JetStream's 100 ms duplicate window; the natsjs consumer helper (durable pull consumer, MaxAckPending 1) is restarted every 400 ms."
 	switch {
 	case child.Stats().Kills < kills:
 		t.Fatalf("only %d kills, want %d", child.Stats().Kills, kills)
-	case effects != total || applied.Load() != total:
-		t.Fatalf("effects %d (applied %d), want exactly %d: lost or doubled", effects, applied.Load(), total)
+	case restarts.Load() < 2:
+		t.Fatalf("consumers restarted %d times: the restart path was not exercised", restarts.Load())
+	case effects != total || processed != total:
+		t.Fatalf("effects %d (processed %d), want exactly %d: lost or doubled", effects, processed, total)
+	case failures != 0 || dropped != 0:
+		t.Fatalf("%d handler failures, %d dead-lettered: a double effect hit the primary key", failures, dropped)
 	case pubs-distinct == 0:
 		t.Fatal("no duplicate publication observed: the kill window was not hit")
-	case dupSkipped.Load() == 0:
+	case dupSkipped == 0:
 		t.Fatal("the inbox never skipped a duplicate delivery")
 	case violations.Load() != 0:
 		t.Fatalf("%d order violations", violations.Load())
