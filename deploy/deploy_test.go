@@ -89,7 +89,7 @@ func checkExpr(t *testing.T, where, expr string, metrics map[string]string, used
 	t.Helper()
 	n := 0
 	for _, m := range metricRef.FindAllString(expr, -1) {
-		if m == "coord_lease" || m == "coord_tenant" || m == "coord_reason" || m == "saga_type" || m == "saga_state" {
+		if m == "coord_lease" || m == "coord_tenant" || m == "coord_reason" || m == "saga_type" || m == "saga_state" || m == "outbox_consumer" {
 			continue // attribute labels
 		}
 		base := m
