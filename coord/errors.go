@@ -68,6 +68,10 @@ const (
 	LossReleased LossReason = "released"
 	// LossCancelled: the caller's context was cancelled.
 	LossCancelled LossReason = "cancelled"
+	// LossStaleToken: a resource rejected the holder's token (ErrStaleToken): a
+	// newer holder has written, so this one stepped down although etcd still
+	// showed it first.
+	LossStaleToken LossReason = "stale_token"
 )
 
 // AuthorityLostError reports the loss of a lease's authority. It matches

@@ -27,8 +27,9 @@ type RunOpts struct {
 
 	// OnLost, if set, is called (in Run's goroutine, after the work has returned
 	// or the drain expired) each time a term ends, with the reason:
-	// LossRenewalDeadline, LossSessionExpired, LossKeyDeleted, LossCancelled or
-	// LossReleased (the work returned).
+	// LossRenewalDeadline, LossSessionExpired, LossKeyDeleted, LossCancelled,
+	// LossStaleToken (the work returned a stale-token error; err wraps it)
+	// or LossReleased (the work returned).
 	OnLost func(tok coord.Token, reason coord.LossReason, err error)
 }
 
@@ -39,10 +40,14 @@ type RunOpts struct {
 // client and Config, and closes the sessions it created before returning.
 //
 // fn must stop writing when its context ends and must send the token with every
-// write. Run returns when ctx ends (with context.Cause(ctx)), when fn returns
-// while still holding the lease (its error, nil included: the work is done; the
-// lease is released), or with ErrDrainExceeded when fn ignored a cancelled
-// context. The session s is not closed by Run.
+// write. When fn returns an error matching coord.ErrStaleToken (a resource has
+// seen a newer holder's token), that is a loss of authority like any other: Run
+// releases the lease, reports LossStaleToken through OnLost and campaigns again
+// after the backoff, which grows while consecutive terms end that way. Run
+// returns when ctx ends (with context.Cause(ctx)), when fn returns any other
+// result while still holding the lease (its error, nil included: the work is
+// done; the lease is released), or with ErrDrainExceeded when fn ignored a
+// cancelled context. The session s is not closed by Run.
 func Run(ctx context.Context, s *Session, name string, fn func(ctx context.Context, tok coord.Token) error, opts *RunOpts) error {
 	if s == nil {
 		return &ConfigError{Field: "session", Reason: "nil *Session"}
@@ -71,6 +76,7 @@ func Run(ctx context.Context, s *Session, name string, fn func(ctx context.Conte
 		}
 	}()
 
+	stale := 0 // consecutive terms ended by a stale token
 	for attempt := 0; ; attempt++ {
 		if err := context.Cause(ctx); err != nil {
 			return err
@@ -111,6 +117,12 @@ func Run(ctx context.Context, s *Session, name string, fn func(ctx context.Conte
 		if done {
 			return ferr
 		}
+		if lost.Reason == coord.LossStaleToken {
+			stale++
+			attempt = stale - 1 // each consecutive stale term backs off further
+		} else {
+			stale = 0
+		}
 		if lost != nil && lost.Reason == coord.LossCancelled && context.Cause(ctx) != nil {
 			return context.Cause(ctx)
 		}
@@ -133,7 +145,12 @@ func term(ctx context.Context, l *Lease, fn func(context.Context, coord.Token) e
 
 	select {
 	case err = <-result:
-		if lost = l.lossErr(); lost == nil {
+		if lost = l.lossErr(); lost == nil && errors.Is(err, coord.ErrStaleToken) {
+			// A newer holder has written: authority is gone, whatever etcd says.
+			l.lose(coord.LossStaleToken, err)
+			lost = l.lossErr()
+		}
+		if lost == nil {
 			// The work finished while we held the lease: release and return.
 			relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.s.cfg.KeepaliveTimeout)
 			_ = l.Release(relCtx)

@@ -2,6 +2,8 @@ package pgfence_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -71,3 +73,7 @@ func rejections(t testing.TB, r *sdkmetric.ManualReader) map[string]int64 {
 	}
 	return out
 }
+
+// quietLogger discards everything: for components whose warnings are the test's
+// expected outcome.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
