@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/coordkit/coordkit/coord"
 )
@@ -11,9 +12,6 @@ import (
 // ErrZeroToken is returned when a write presents the zero coord.Token. It also
 // matches coord.ErrInvalidToken. Nothing is written.
 var ErrZeroToken = fmt.Errorf("pgfence: zero fencing token: %w", coord.ErrInvalidToken)
-
-// ErrInvalidConfig matches every *ConfigError: an invalid Config or RowSpec field.
-var ErrInvalidConfig = errors.New("pgfence: invalid config")
 
 // ErrRowNotFound is returned (wrapped) by [RowUpdater.Update] when no row has the
 // given key, as opposed to a row whose fence is newer than the token (which is a
@@ -32,15 +30,49 @@ func staleError(presented coord.Token, highest int64) error {
 	return &coord.StaleTokenError{Presented: presented, Highest: h}
 }
 
-// ConfigError reports an invalid Config or RowSpec field. It matches
-// ErrInvalidConfig and, for an invalid name, unwraps to the *coord.NameError.
+// ErrBusy matches every *BusyError: the lease's fence row stayed locked by another
+// transaction for the whole LockTimeout. Retry after a backoff.
+var ErrBusy = errors.New("pgfence: fence row busy")
+
+// BusyError is returned by GuardTx (and so Exec) when the lease's fence row was
+// locked by another transaction for Config.LockTimeout — typically a holder
+// frozen inside its fenced transaction, which PostgreSQL ends once it has been
+// idle for Config.IdleTimeout. Nothing was written: roll back and retry after a
+// backoff. It matches ErrBusy and unwraps to the database's lock_not_available
+// error.
+type BusyError struct {
+	Token  coord.Token   // the token presented
+	Waited time.Duration // the LockTimeout that expired
+	Err    error         // the database's error (SQLSTATE 55P03)
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("pgfence: fence row of %q busy: another transaction held it for %v (guarding %s): %v",
+		e.Token.Lease(), e.Waited, e.Token, e.Err)
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// Unwrap returns the database's error.
+func (e *BusyError) Unwrap() error { return e.Err }
+
+// Retryable reports true: the transaction holding the row ends (it commits, or
+// PostgreSQL ends it after IdleTimeout), and a retry then proceeds.
+func (e *BusyError) Retryable() bool { return true }
+
+// ErrInvalidConfig matches every *ConfigError.
+var ErrInvalidConfig = errors.New("pgfence: invalid config")
+
+// ConfigError reports an invalid Config (or RowSpec) field. It matches
+// ErrInvalidConfig and, for an invalid name, unwraps to a *coord.NameError
+// (coord.ErrInvalidName).
 type ConfigError struct {
-	Field  string // the field the caller set, e.g. "Table" or "RowSpec.Key"
+	Field  string // the field the caller set, e.g. "Table"
 	Reason string // what is wrong with it
 	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
 }
 
-// Error describes the invalid field.
 func (e *ConfigError) Error() string { return "pgfence: invalid config " + e.Field + ": " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidConfig) true.
@@ -53,3 +85,11 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 func nameError(ne *coord.NameError) *ConfigError {
 	return &ConfigError{Field: ne.Field, Reason: strconv.Quote(ne.Value) + ": " + ne.Reason, Err: ne}
 }
+
+// ErrCommitUnknown is returned (wrapped) by Exec when the connection failed, or
+// ctx ended, while COMMIT was in flight: the fenced writes may or may not have
+// committed. Resolve it by the effect itself — retry with the same idempotency key
+// (an id row written in the same transaction), or read back what the transaction
+// wrote — never by assuming either outcome. A COMMIT that the server refused
+// (a deferred constraint, a serialization failure) is a plain error, not this.
+var ErrCommitUnknown = errors.New("pgfence: commit outcome unknown")

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,18 +30,28 @@ type Beginner interface {
 // Fence checks fencing tokens against a fence table. It is safe for concurrent use
 // and holds no connection of its own.
 type Fence struct {
-	table    string // quoted
-	guardSQL string
-	readSQL  string
-	rejected metric.Int64Counter
-	logger   *slog.Logger
-	schema   pgschema.Component
+	table       string // quoted
+	audit       string // quoted audit table (ResetFence)
+	guardSQL    string
+	readSQL     string
+	before      []stmt // run with the guard, in one round trip: the timeouts
+	after       []stmt
+	lockTimeout time.Duration // < 0: none
+	rejected    metric.Int64Counter
+	logger      *slog.Logger
+	schema      pgschema.Component
+}
+
+// stmt is a statement GuardTx sends beside the guard.
+type stmt struct {
+	sql  string
+	args []any
 }
 
 // New validates cfg (see Config for defaults) and returns a Fence. It does not touch
 // the database; call Migrate (or apply MigrationSQL with your own tool) first. An
-// invalid table or schema name is a *ConfigError (ErrInvalidConfig) that unwraps to
-// the *coord.NameError.
+// invalid field is a *ConfigError (ErrInvalidConfig); for an invalid table or
+// schema name it wraps a *coord.NameError (coord.ErrInvalidName).
 func New(cfg Config) (*Fence, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -57,27 +69,49 @@ func New(cfg Config) (*Fence, error) {
 		return nil, err
 	}
 	t := pgschema.Qualified(cfg.Schema, cfg.Table)
-	return &Fence{
+	f := &Fence{
 		table: t,
+		audit: pgschema.Qualified(cfg.Schema, cfg.Table+auditTable.Suffix),
 		guardSQL: "INSERT INTO " + t + " AS f (lease, revision) VALUES ($1, $2) " +
 			"ON CONFLICT (lease) DO UPDATE SET revision = excluded.revision, updated_at = now() " +
 			"WHERE f.revision <= excluded.revision RETURNING f.revision",
-		readSQL:  "SELECT revision FROM " + t + " WHERE lease = $1",
-		rejected: rejected,
-		logger:   cfg.Logger,
-		schema:   schema,
-	}, nil
+		readSQL:     "SELECT revision FROM " + t + " WHERE lease = $1",
+		lockTimeout: cfg.LockTimeout,
+		rejected:    rejected,
+		logger:      cfg.Logger,
+		schema:      schema,
+	}
+	// The lock_timeout covers the guard statement only: the transaction's own
+	// value is saved in a transaction-local custom setting and put back after.
+	// The idle timeout stays for the rest of the transaction: that is its point.
+	if cfg.LockTimeout > 0 {
+		f.before = append(f.before,
+			stmt{"SELECT set_config('pgfence.saved_lock_timeout', current_setting('lock_timeout'), true)", nil},
+			stmt{"SELECT set_config('lock_timeout', $1, true)", []any{pgMillis(cfg.LockTimeout)}})
+		f.after = append(f.after,
+			stmt{"SELECT set_config('lock_timeout', current_setting('pgfence.saved_lock_timeout'), true)", nil})
+	}
+	if cfg.IdleTimeout > 0 {
+		f.before = append(f.before,
+			stmt{"SELECT set_config('idle_in_transaction_session_timeout', $1, true)", []any{pgMillis(cfg.IdleTimeout)}})
+	}
+	return f, nil
 }
 
 // GuardTx fences the transaction tx with tok. It blocks while another transaction
-// holds the lease's fence row, and honours ctx (a cancelled ctx aborts the
-// statement; roll tx back). It returns:
+// holds the lease's fence row, for at most Config.LockTimeout, and honours ctx (a
+// cancelled ctx aborts the statement; roll tx back). It also sets tx's
+// idle_in_transaction_session_timeout to Config.IdleTimeout, so that PostgreSQL
+// ends tx (and frees the fence row) if its writer freezes inside it. One round
+// trip. It returns:
 //   - nil when tok is the newest token seen for tok.Lease() or equal to it; the
 //     token is recorded and the fence row stays locked until tx ends, so every
 //     write in tx is fenced (a newer holder's GuardTx waits for tx);
 //   - a *coord.StaleTokenError (errors.Is coord.ErrStaleToken) when a newer token
 //     was recorded: the caller is no longer the holder and must roll back and step
 //     down, never retry. The rejection is logged and counted in coord.fence.rejected;
+//   - a *BusyError (errors.Is ErrBusy, retryable) when the fence row stayed locked
+//     by another transaction for LockTimeout: roll back, retry after a backoff;
 //   - ErrZeroToken for the zero token; other errors are the database's, wrapped.
 //
 // On any error tx must be rolled back.
@@ -86,11 +120,13 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 		return ErrZeroToken
 	}
 	var rev int64
-	err := tx.QueryRow(ctx, f.guardSQL, tok.Lease(), tok.Revision()).Scan(&rev)
-	if err == nil {
+	err := f.guard(ctx, tx, tok, &rev)
+	switch {
+	case err == nil:
 		return nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	case pgerr.Code(err) == pgerr.LockNotAvailable:
+		return &BusyError{Token: tok, Waited: f.lockTimeout, Err: err}
+	case !errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("pgfence: guard %s: %w", tok, err)
 	}
 	// The conflicting row is ours, locked, and newer than tok: read what it holds.
@@ -100,11 +136,51 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 	return f.reject(ctx, tok, rev)
 }
 
+// guard runs the guard statement, with the timeout settings around it in the same
+// round trip, and scans the recorded revision into rev (pgx.ErrNoRows: stale).
+func (f *Fence) guard(ctx context.Context, tx pgx.Tx, tok coord.Token, rev *int64) (err error) {
+	if len(f.before) == 0 {
+		return tx.QueryRow(ctx, f.guardSQL, tok.Lease(), tok.Revision()).Scan(rev)
+	}
+	b := &pgx.Batch{}
+	for _, s := range f.before {
+		b.Queue(s.sql, s.args...)
+	}
+	b.Queue(f.guardSQL, tok.Lease(), tok.Revision())
+	for _, s := range f.after {
+		b.Queue(s.sql, s.args...)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	for range f.before {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	if err := br.QueryRow().Scan(rev); err != nil {
+		return err
+	}
+	for range f.after {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Exec runs fn in a transaction fenced by tok: begin, GuardTx, fn, commit. It
 // returns fn's error (the transaction rolled back), a *coord.StaleTokenError when tok
-// is stale (fn is not called), or the commit's error. It blocks while a transaction
-// with the same lease's token is in flight; ctx cancels any step. The transaction
-// commits only if fn returns nil.
+// is stale (fn is not called), a *BusyError when the fence row stayed locked for
+// LockTimeout (retry), the commit's error when the server refused COMMIT (rolled
+// back), or an error matching ErrCommitUnknown when the connection failed or ctx
+// ended while COMMIT was in flight — the writes may have committed: resolve it with
+// an idempotency key or a read-back, never by assuming. It blocks while a
+// transaction with the same lease's token is in flight (up to LockTimeout); ctx
+// cancels any step. The transaction commits only if fn returns nil.
 func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
 	if tok.IsZero() {
 		return ErrZeroToken
@@ -127,8 +203,16 @@ func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(
 	if err = fn(ctx, tx); err != nil {
 		return err
 	}
-	if err = tx.Commit(ctx); err != nil {
+	if err = context.Cause(ctx); err != nil { // COMMIT not sent: nothing committed
 		return fmt.Errorf("pgfence: commit fenced by %s: %w", tok, err)
+	}
+	if err = tx.Commit(ctx); err != nil {
+		if pgerr.Code(err) != "" || errors.Is(err, pgx.ErrTxCommitRollback) {
+			return fmt.Errorf("pgfence: commit fenced by %s: %w", tok, err) // refused: rolled back
+		}
+		// The connection failed or ctx ended with COMMIT possibly delivered (pgx
+		// may then even report "conn closed", which it calls safe to retry).
+		return fmt.Errorf("%w: fenced by %s: %w", ErrCommitUnknown, tok, err)
 	}
 	committed = true
 	return nil

@@ -68,7 +68,7 @@ func holderMain() int {
 		return fail(err)
 	}
 	defer cli.Close()
-	pool, err := pgxpool.New(ctx, os.Getenv(envPG))
+	pool, err := pgxpool.New(ctx, os.Getenv(envPG)+"&pool_max_conns=32")
 	if err != nil {
 		return fail(err)
 	}
@@ -83,6 +83,12 @@ func holderMain() int {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		if cmd == "intx" {
+			if err := frozenInTx(ctx, cli, pool, strings.Split(arg, ","), ttl, in); err != nil {
+				return fail(err)
+			}
+			continue
+		}
 		if cmd != "round" {
 			return fail(fmt.Errorf("unexpected command %q", in.Text()))
 		}
@@ -156,4 +162,57 @@ func sumCounter(ctx context.Context, r *sdkmetric.ManualReader, name string) int
 		}
 	}
 	return n
+}
+
+// frozenInTx is the "intx" round of the holder: for each name it acquires the
+// lease, opens a transaction, fences it (GuardTx) and writes, prints "intx <name>
+// <token>", then "ready", and blocks reading stdin with every transaction open
+// and idle — the parent SIGSTOPs it here, inside its fenced transactions. After
+// "go" it tries to commit each and prints "commit <name> ok|error <msg>", then
+// "done".
+func frozenInTx(ctx context.Context, cli *clientv3.Client, pool *pgxpool.Pool, names []string, ttl time.Duration, in *bufio.Scanner) error {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f, err := pgfence.New(pgfence.Config{Logger: quiet, LeaseTTL: ttl})
+	if err != nil {
+		return err
+	}
+	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: os.Getenv(envTenant), TTL: ttl, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = s.Close(cctx) // expired while we were stopped
+		cancel()
+	}()
+	txs := make([]pgx.Tx, len(names))
+	for i, n := range names {
+		l, err := correctnesslease.Acquire(ctx, s, n)
+		if err != nil {
+			return err
+		}
+		if txs[i], err = pool.Begin(ctx); err != nil {
+			return err
+		}
+		if err := f.GuardTx(ctx, txs[i], l.Token()); err != nil {
+			return err
+		}
+		if _, err := txs[i].Exec(ctx, "INSERT INTO writes (name, writer, revision) VALUES ($1, 'frozen', $2)", n, l.Token().Revision()); err != nil {
+			return err
+		}
+		fmt.Println("intx", n, l.Token())
+	}
+	fmt.Println("ready")
+	if !in.Scan() || in.Text() != "go" { // SIGSTOPped here
+		return fmt.Errorf("want go, got %q", in.Text())
+	}
+	for i, tx := range txs {
+		if err := tx.Commit(ctx); err != nil {
+			fmt.Println("commit", names[i], "error", strings.ReplaceAll(err.Error(), "\n", " "))
+		} else {
+			fmt.Println("commit", names[i], "ok")
+		}
+	}
+	fmt.Println("done")
+	return nil
 }

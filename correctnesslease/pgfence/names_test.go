@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
@@ -30,6 +31,19 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 			!errors.Is(err, coord.ErrInvalidName) || !errors.As(err, &ne) {
 			t.Errorf("New(%+q) = %v, want a *ConfigError for %s wrapping a *coord.NameError", cfg.Table+"|"+cfg.Schema, err, field)
 		}
+	}
+	// The audit table's derived name must fit too; other fields are checked.
+	for field, cfg := range map[string]pgfence.Config{
+		"Table":    {Table: strings.Repeat("t", 58)},
+		"LeaseTTL": {LeaseTTL: -time.Second},
+	} {
+		var ce *pgfence.ConfigError
+		if _, err := pgfence.New(cfg); !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("New(%+v) = %v, want a *pgfence.ConfigError for %s", cfg, err, field)
+		}
+	}
+	if _, err := pgfence.New(pgfence.Config{Table: strings.Repeat("t", 57)}); err != nil {
+		t.Errorf("New with a 57-byte table name: %v", err)
 	}
 	f, err := pgfence.New(pgfence.Config{})
 	if err != nil {

@@ -75,41 +75,6 @@ func startHolder(t *testing.T, env ...string) *holderProc {
 	return h
 }
 
-// state returns 'T' when every thread of the holder is stopped, else the state
-// letter (from /proc/<pid>/task/*/stat) of a thread that is not.
-func (h *holderProc) state(t *testing.T) byte {
-	t.Helper()
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", h.cmd.Process.Pid))
-	if err != nil {
-		t.Fatalf("holder state: %v", err)
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", h.cmd.Process.Pid, task.Name()))
-		if err != nil {
-			continue // the thread exited
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			t.Fatalf("holder state: malformed %q", b)
-		}
-		if st := b[i+2]; st != 'T' && st != 't' {
-			return st
-		}
-	}
-	return 'T'
-}
-
-func (h *holderProc) waitState(t *testing.T, want byte) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.state(t) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("holder state %q, want %q", h.state(t), want)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func (h *holderProc) send(t *testing.T, line string) {
 	t.Helper()
 	if _, err := io.WriteString(h.stdin, line+"\n"); err != nil {
@@ -209,8 +174,8 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 		}
 		h.pauses++
 		stopped := time.Now()
-		h.waitState(t, 'T') // SIGSTOP is asynchronous: see every thread stopped first
-		h.send(t, "go")     // buffered in the pipe; read only after SIGCONT
+		coordtest.WaitStopped(t, h.cmd.Process.Pid, 10*time.Second) // SIGSTOP is asynchronous
+		h.send(t, "go")                                             // buffered in the pipe; read only after SIGCONT
 
 		var wg sync.WaitGroup
 		errs := make(chan error, perRound)
@@ -237,8 +202,8 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 			dumpActivity(t, db)
 			t.Fatal(err)
 		}
-		if st := h.state(t); st != 'T' {
-			t.Fatalf("holder state %q after the rivals wrote, want T (stopped)", st)
+		if st, err := coordtest.ProcessState(h.cmd.Process.Pid); err != nil || st != 'T' {
+			t.Fatalf("holder state %q (%v) after the rivals wrote, want T (stopped)", st, err)
 		}
 		stoppedFor = append(stoppedFor, time.Since(stopped))
 		if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {

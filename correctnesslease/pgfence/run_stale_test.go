@@ -29,8 +29,8 @@ func TestRunStepsDownOnStaleToken(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, "CREATE TABLE ledger (entry text NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	insert := func(entry string) func(pgx.Tx) error {
-		return func(tx pgx.Tx) error {
+	insert := func(entry string) func(context.Context, pgx.Tx) error {
+		return func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, "INSERT INTO ledger VALUES ($1)", entry)
 			return err
 		}

@@ -1,0 +1,204 @@
+package pgfence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// frozenBackends counts the holder's backends that are idle inside a transaction.
+func frozenBackends(ctx context.Context, t *testing.T, db *coordtest.PostgresDB, app string) int {
+	t.Helper()
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE application_name = $1 AND state = 'idle in transaction'`, app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSuccessorNotBlockedByHolderFrozenInTx: the holder (a child process) is
+// SIGSTOPped *inside* its fenced transactions — GuardTx done, a row written, not
+// committed — and stays frozen past its TTL. The fence rows stay locked by those
+// transactions, so without a bound the successor's first fenced write waits for as
+// long as the pause lasts. With GuardTx's transaction-local
+// idle_in_transaction_session_timeout PostgreSQL ends the frozen transactions, and
+// the successor's lock_timeout bounds its own wait: its first fenced write (retried
+// only on *pgfence.BusyError) must commit within TTL + IdleTimeout + LockTimeout
+// of the pause (plus slack for a loaded machine) while the holder is still frozen,
+// and the frozen transactions must never commit after it.
+func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
+	t.Parallel()
+	res := coordtest.NewResult(t, "holder SIGSTOPped inside its fenced transaction: the successor's first write commits within a bound",
+		coordtest.Faults("holder SIGSTOPped inside its fenced transactions past the TTL"))
+	defer coordtest.Report(t, res)
+	const ttl, perRound = correctnesslease.MinTTL, 10
+	rounds := coordtest.Pick(3, 20)
+	etcd := coordtest.Etcd(t)
+	db := coordtest.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*30*time.Second)
+	defer cancel()
+	f, err := pgfence.New(pgfence.Config{Logger: quietLogger(), LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `
+		CREATE TABLE writes (name text NOT NULL, writer text NOT NULL, revision bigint NOT NULL);
+		CREATE TABLE rows (name text PRIMARY KEY, last_writer text NOT NULL, writes int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	const tenant = "frozen-tx"
+	rival, err := correctnesslease.NewSession(ctx, etcd.Client(t), correctnesslease.Config{Tenant: tenant, TTL: 10 * time.Second, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rival.Close(context.WithoutCancel(ctx))
+	const app = "pgfence-frozen-tx"
+	h := startHolder(t,
+		envEtcd+"="+strings.Join(etcd.Endpoints, ","), envPG+"="+db.URL+"&application_name="+app,
+		envTenant+"="+tenant, envTTL+"="+ttl.String())
+
+	// The bound the successor's first write must meet, measured from the pause.
+	idle, lock := ttl/3, ttl/3
+	bound := ttl + idle + lock
+	slack := 3 * time.Second // etcd's expiry scan (500 ms) and a loaded 2-core machine
+	var waits []time.Duration
+	var busy, frozenCommitted, frozenFailed int
+	for r := range rounds {
+		names := make([]string, perRound)
+		for i := range names {
+			names[i] = fmt.Sprintf("frozen-%03d", r*perRound+i)
+		}
+		h.send(t, "intx "+strings.Join(names, ","))
+		held := map[string]coord.Token{}
+		for {
+			cmd, args := h.next(t)
+			if cmd == "ready" {
+				break
+			}
+			tok, err := coord.ParseToken(args[1])
+			if cmd != "intx" || err != nil {
+				t.Fatalf("holder said %s %v (%v)", cmd, args, err)
+			}
+			held[args[0]] = tok
+		}
+		// The fault: the holder is frozen inside its open, fenced transactions.
+		if n := frozenBackends(ctx, t, db, app); n != perRound {
+			t.Fatalf("round %d: %d holder backends idle in transaction, want %d", r, n, perRound)
+		}
+		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		h.pauses++
+		paused := time.Now()
+		coordtest.WaitStopped(t, h.cmd.Process.Pid, 10*time.Second)
+		h.send(t, "go") // read only after SIGCONT
+
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		errs := make(chan error, perRound)
+		for _, n := range names {
+			wg.Go(func() {
+				l, err := correctnesslease.Acquire(ctx, rival, n) // once etcd expired the frozen holder
+				if err != nil {
+					errs <- fmt.Errorf("rival acquire %s: %w", n, err)
+					return
+				}
+				defer l.Release(context.WithoutCancel(ctx))
+				if c, ok := l.Token().Compare(held[n]); !ok || c <= 0 {
+					errs <- fmt.Errorf("rival token %s not newer than the holder's %s", l.Token(), held[n])
+					return
+				}
+				wctx, cancel := context.WithDeadline(ctx, paused.Add(bound+slack))
+				defer cancel()
+				for attempt := 0; ; attempt++ {
+					err := zombieWrite(wctx, f, db.Pool, l.Token(), n, "rival")
+					var be *pgfence.BusyError
+					if errors.As(err, &be) && errors.Is(err, pgfence.ErrBusy) && be.Retryable() {
+						mu.Lock()
+						busy++
+						mu.Unlock()
+						_ = coord.Backoff{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond}.Wait(wctx, nil, attempt)
+						continue
+					}
+					if err != nil {
+						errs <- fmt.Errorf("successor's first write to %s, %v after the pause: %w", n, time.Since(paused).Round(time.Millisecond), err)
+						return
+					}
+					break
+				}
+				mu.Lock()
+				waits = append(waits, time.Since(paused))
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			dumpActivity(t, db)
+			t.Fatal(err)
+		}
+		// The successors did not wait for the pause to end, and PostgreSQL ended
+		// the frozen transactions.
+		if st, err := coordtest.ProcessState(h.cmd.Process.Pid); err != nil || st != 'T' {
+			t.Fatalf("round %d: holder state %q (%v) after the successors wrote, want T (still frozen)", r, st, err)
+		}
+		if n := frozenBackends(ctx, t, db, app); n != 0 {
+			t.Fatalf("round %d: %d frozen transactions still open after the successors committed", r, n)
+		}
+		res.Faults["holder SIGSTOPped inside its fenced transactions past the TTL"]++
+		res.Outcome["frozen transactions"] += perRound
+		if err := syscall.Kill(h.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			cmd, args := h.next(t)
+			if cmd == "done" {
+				break
+			}
+			if cmd != "commit" {
+				t.Fatalf("holder said %s %v", cmd, args)
+			}
+			if args[1] == "ok" {
+				frozenCommitted++
+				t.Errorf("round %d: the frozen transaction of %s committed after its successor", r, args[0])
+			} else {
+				frozenFailed++
+			}
+		}
+	}
+	var frozenRows, rivalRows int
+	if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM writes WHERE writer = 'frozen'),
+		(SELECT count(*) FROM writes WHERE writer = 'rival')`).Scan(&frozenRows, &rivalRows); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(waits)
+	want := rounds * perRound
+	res.Trials = want
+	res.Outcome["successor writes committed"] = int64(rivalRows)
+	res.Outcome["successor BusyError retries"] = int64(busy)
+	res.Outcome["frozen commits refused"] = int64(frozenFailed)
+	res.Outcome["frozen rows committed"] = int64(frozenRows)
+	res.Outcome["first write after pause, max ms"] = waits[len(waits)-1].Milliseconds()
+	res.Outcome["first write after pause, median ms"] = waits[len(waits)/2].Milliseconds()
+	res.Notes = fmt.Sprintf("%d rounds x %d leases, TTL %v, IdleTimeout %v, LockTimeout %v: bound TTL+idle+lock = %v (+%v slack)", rounds, perRound, ttl, idle, lock, bound, slack)
+	t.Logf("%d trials: successor's first write committed %v..%v after the pause (median %v; bound %v + %v slack), %d BusyError retries; frozen commits refused %d, frozen rows %d",
+		want, waits[0].Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond), waits[len(waits)/2].Round(time.Millisecond), bound, slack, busy, frozenFailed, frozenRows)
+	if rivalRows != want || len(waits) != want || frozenRows != 0 || frozenFailed != want {
+		t.Fatalf("successor writes %d (timed %d), frozen rows %d, frozen commits refused %d; want %d, %d, 0, %d", rivalRows, len(waits), frozenRows, frozenFailed, want, want, want)
+	}
+}
