@@ -23,6 +23,9 @@ const (
 	// its role for longer than any caller should accept.
 	MinTTL = 2 * time.Second
 	MaxTTL = 60 * time.Second
+	// DefaultMaxLeaseLabels is how many distinct lease names a Session reports
+	// in the coord.lease metric attribute before it reports "other".
+	DefaultMaxLeaseLabels = 100
 )
 
 // Config configures a Session. The zero value is invalid only because Tenant is
@@ -60,6 +63,12 @@ type Config struct {
 	// otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
 
+	// MaxLeaseLabels bounds the distinct values of the coord.lease attribute on
+	// this session's metrics: the first MaxLeaseLabels lease names get their own
+	// value, later ones are reported as "other" (logs and spans always carry the
+	// full name). Default DefaultMaxLeaseLabels; must not be negative.
+	MaxLeaseLabels int
+
 	// keepAliveOnce replaces cli.KeepAliveOnce in tests of the renewal logic.
 	keepAliveOnce keepAliveFunc
 }
@@ -81,6 +90,9 @@ func (c Config) withDefaults() Config {
 	if c.TracerProvider == nil {
 		c.TracerProvider = otel.GetTracerProvider()
 	}
+	if c.MaxLeaseLabels == 0 {
+		c.MaxLeaseLabels = DefaultMaxLeaseLabels
+	}
 	return c
 }
 
@@ -98,6 +110,8 @@ func (c Config) validate() error {
 		return &ConfigError{Field: "KeepaliveTimeout", Reason: "negative"}
 	case c.KeepaliveTimeout >= c.TTL/3:
 		return &ConfigError{Field: "KeepaliveTimeout", Reason: c.KeepaliveTimeout.String() + " is not below TTL/3 = " + (c.TTL / 3).String()}
+	case c.MaxLeaseLabels < 0:
+		return &ConfigError{Field: "MaxLeaseLabels", Reason: "negative"}
 	}
 	return nil
 }

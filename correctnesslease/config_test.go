@@ -28,6 +28,7 @@ func TestConfigValidation(t *testing.T) {
 		{"keepalive timeout = ttl/3", Config{Tenant: "a", TTL: 3 * time.Second, KeepaliveTimeout: time.Second}, ErrInvalidConfig},
 		{"keepalive timeout > ttl/3", Config{Tenant: "a", KeepaliveTimeout: 6 * time.Second}, ErrInvalidConfig},
 		{"keepalive timeout negative", Config{Tenant: "a", KeepaliveTimeout: -1}, ErrInvalidConfig},
+		{"max lease labels negative", Config{Tenant: "a", MaxLeaseLabels: -1}, ErrInvalidConfig},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/labelcap"
 )
 
 const instrumentation = coord.InstrumentationName + "/correctnesslease"
@@ -23,6 +24,7 @@ type instruments struct {
 	leaderChanges metric.Int64Counter
 	keepalives    metric.Int64Counter
 	tenant        attribute.KeyValue
+	leases        *labelcap.Set // bounds the coord.lease values
 }
 
 func newInstruments(cfg Config) *instruments {
@@ -30,6 +32,10 @@ func newInstruments(cfg Config) *instruments {
 	in := &instruments{
 		tracer: cfg.TracerProvider.Tracer(instrumentation),
 		tenant: attribute.String(coord.AttrTenant, cfg.Tenant),
+		leases: labelcap.New(cfg.MaxLeaseLabels, func() {
+			cfg.Logger.Warn("correctnesslease: more distinct lease names than Config.MaxLeaseLabels; metrics report further ones as coord.lease=\"other\"",
+				"tenant", cfg.Tenant, "max_lease_labels", cfg.MaxLeaseLabels)
+		}),
 	}
 	// Instrument constructors return a usable no-op instrument alongside any
 	// error, so errors are only logged.
@@ -61,18 +67,23 @@ func newInstruments(cfg Config) *instruments {
 	return in
 }
 
+// lease is the coord.lease attribute of a lease name, bounded by MaxLeaseLabels.
+func (in *instruments) lease(name string) attribute.KeyValue {
+	return attribute.String(coord.AttrLease, in.leases.Value(name))
+}
+
 func (in *instruments) acquired(lease string) {
-	in.acquisitions.Add(context.Background(), 1, metric.WithAttributes(in.tenant, attribute.String(coord.AttrLease, lease)))
+	in.acquisitions.Add(context.Background(), 1, metric.WithAttributes(in.tenant, in.lease(lease)))
 }
 
 func (in *instruments) lost(lease string, reason coord.LossReason, held time.Duration) {
-	attrs := metric.WithAttributes(in.tenant, attribute.String(coord.AttrLease, lease))
+	leaseAttr := in.lease(lease)
 	if held > 0 {
-		in.heldSeconds.Record(context.Background(), held.Seconds(), attrs)
+		in.heldSeconds.Record(context.Background(), held.Seconds(), metric.WithAttributes(in.tenant, leaseAttr))
 	}
 	if reason != coord.LossReleased {
 		in.stepDowns.Add(context.Background(), 1, metric.WithAttributes(in.tenant,
-			attribute.String(coord.AttrLease, lease), attribute.String(coord.AttrReason, string(reason))))
+			leaseAttr, attribute.String(coord.AttrReason, string(reason))))
 	}
 }
 
@@ -88,5 +99,5 @@ func (in *instruments) renewed(d time.Duration, ok bool) {
 }
 
 func (in *instruments) elected(lease string) {
-	in.leaderChanges.Add(context.Background(), 1, metric.WithAttributes(in.tenant, attribute.String(coord.AttrLease, lease)))
+	in.leaderChanges.Add(context.Background(), 1, metric.WithAttributes(in.tenant, in.lease(lease)))
 }

@@ -18,6 +18,9 @@ const (
 	// DefaultLeaseTTL is correctnesslease.DefaultTTL, the TTL that IdleTimeout and
 	// LockTimeout derive from.
 	DefaultLeaseTTL = 15 * time.Second
+	// DefaultMaxLeaseLabels is how many distinct lease names a Fence reports in
+	// the coord.lease attribute of coord.fence.rejected before it reports "other".
+	DefaultMaxLeaseLabels = 100
 )
 
 // auditTable is the derived name of the table ResetFence records into.
@@ -37,6 +40,11 @@ type Config struct {
 	// Logger receives a warning for every rejected token and every fence reset.
 	// Default slog.Default() (looked up at each use, so slog.SetDefault applies).
 	Logger *slog.Logger
+	// MaxLeaseLabels bounds the distinct values of the coord.lease attribute of
+	// coord.fence.rejected: the first MaxLeaseLabels lease names get their own
+	// value, later ones are counted as "other" (the log line of every rejection
+	// carries the full name). Default DefaultMaxLeaseLabels; must not be negative.
+	MaxLeaseLabels int
 
 	// LeaseTTL is the TTL of the correctness leases whose tokens this Fence
 	// checks (correctnesslease.Config.TTL). Default DefaultLeaseTTL. Only the
@@ -68,6 +76,9 @@ func (c Config) withDefaults() Config {
 	if c.MeterProvider == nil {
 		c.MeterProvider = otel.GetMeterProvider()
 	}
+	if c.MaxLeaseLabels == 0 {
+		c.MaxLeaseLabels = DefaultMaxLeaseLabels
+	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = DefaultLeaseTTL
 	}
@@ -92,6 +103,9 @@ func (c Config) validate() error {
 	}
 	if c.LeaseTTL < 0 {
 		return &ConfigError{Field: "LeaseTTL", Reason: c.LeaseTTL.String() + " is negative"}
+	}
+	if c.MaxLeaseLabels < 0 {
+		return &ConfigError{Field: "MaxLeaseLabels", Reason: "negative"}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/labelcap"
 	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,7 @@ type Fence struct {
 	after       []stmt
 	lockTimeout time.Duration // < 0: none
 	rejected    metric.Int64Counter
+	leases      *labelcap.Set // bounds the coord.lease values of rejected
 	logger      *slog.Logger
 	schema      pgschema.Component
 }
@@ -81,6 +83,10 @@ func New(cfg Config) (*Fence, error) {
 		logger:      cfg.Logger,
 		schema:      schema,
 	}
+	f.leases = labelcap.New(cfg.MaxLeaseLabels, func() {
+		f.log().Warn("pgfence: more distinct leases rejected than Config.MaxLeaseLabels; coord.fence.rejected counts further ones as coord.lease=\"other\"",
+			"table", t, "max_lease_labels", cfg.MaxLeaseLabels)
+	})
 	// The lock_timeout covers the guard statement only: the transaction's own
 	// value is saved in a transaction-local custom setting and put back after.
 	// The idle timeout stays for the rest of the transaction: that is its point.
@@ -233,14 +239,18 @@ func (f *Fence) Highest(ctx context.Context, db DBTX, lease string) (int64, erro
 }
 
 func (f *Fence) reject(ctx context.Context, tok coord.Token, highest int64) error {
-	f.rejected.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(attribute.String(coord.AttrLease, tok.Lease())))
-	logger := f.logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	logger.WarnContext(ctx, "pgfence: stale fencing token rejected",
+	f.rejected.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(attribute.String(coord.AttrLease, f.leases.Value(tok.Lease()))))
+	f.log().WarnContext(ctx, "pgfence: stale fencing token rejected",
 		slog.String(coord.AttrLease, tok.Lease()),
 		slog.Int64("presented", tok.Revision()),
 		slog.Int64("highest", highest))
 	return staleError(tok, highest)
+}
+
+// log returns the configured logger, or slog.Default() at the time of the call.
+func (f *Fence) log() *slog.Logger {
+	if f.logger != nil {
+		return f.logger
+	}
+	return slog.Default()
 }

@@ -34,8 +34,9 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 	}
 	// The audit table's derived name must fit too; other fields are checked.
 	for field, cfg := range map[string]pgfence.Config{
-		"Table":    {Table: strings.Repeat("t", 58)},
-		"LeaseTTL": {LeaseTTL: -time.Second},
+		"Table":          {Table: strings.Repeat("t", 58)},
+		"LeaseTTL":       {LeaseTTL: -time.Second},
+		"MaxLeaseLabels": {MaxLeaseLabels: -1},
 	} {
 		var ce *pgfence.ConfigError
 		if _, err := pgfence.New(cfg); !errors.As(err, &ce) || ce.Field != field {
