@@ -150,6 +150,16 @@ func ParseToken(s string) (Token, error) {
 	return Token{lease: lease, rev: rev}, nil
 }
 
+// ValidateLease checks a lease name the way ParseToken checks the name a token
+// carries: not empty, at most 512 bytes of valid UTF-8, no control characters.
+// Errors match ErrInvalidToken.
+func ValidateLease(lease string) error {
+	if err := validLease(lease); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	}
+	return nil
+}
+
 func validLease(lease string) error {
 	switch {
 	case lease == "":

@@ -55,6 +55,19 @@ func TestParseTokenRejects(t *testing.T) {
 	}
 }
 
+func TestValidateLease(t *testing.T) {
+	for _, ok := range []string{"/tenants/acme/elections/billing", "lea se", "lé"} {
+		if err := ValidateLease(ok); err != nil {
+			t.Errorf("ValidateLease(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "nul\x00", "line\n", "cut\xc3", strings.Repeat("a", maxLeaseLen+1)} {
+		if err := ValidateLease(bad); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("ValidateLease(%q) = %v, want ErrInvalidToken", bad, err)
+		}
+	}
+}
+
 func TestTokenCompare(t *testing.T) {
 	a1, a2 := newToken("a", 1), newToken("a", 2)
 	tests := []struct {

@@ -39,3 +39,10 @@ func GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 func Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	return std.Exec(ctx, db, tok, fn)
 }
+
+// ResetFence is Fence.ResetFence with the default Config (table "coord_fences"):
+// the audited, compare-and-set reset of one lease's fence row. See
+// Fence.ResetFence.
+func ResetFence(ctx context.Context, db Beginner, lease string, opts ResetOpts) (ResetResult, error) {
+	return std.ResetFence(ctx, db, lease, opts)
+}

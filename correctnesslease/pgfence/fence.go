@@ -209,19 +209,30 @@ func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(
 	if err = fn(ctx, tx); err != nil {
 		return err
 	}
-	if err = context.Cause(ctx); err != nil { // COMMIT not sent: nothing committed
-		return fmt.Errorf("pgfence: commit fenced by %s: %w", tok, err)
-	}
-	if err = tx.Commit(ctx); err != nil {
-		if pgerr.Code(err) != "" || errors.Is(err, pgx.ErrTxCommitRollback) {
-			return fmt.Errorf("pgfence: commit fenced by %s: %w", tok, err) // refused: rolled back
-		}
-		// The connection failed or ctx ended with COMMIT possibly delivered (pgx
-		// may then even report "conn closed", which it calls safe to retry).
-		return fmt.Errorf("%w: fenced by %s: %w", ErrCommitUnknown, tok, err)
+	if err = commit(ctx, tx, "fenced by "+tok.String()); err != nil {
+		return err
 	}
 	committed = true
 	return nil
+}
+
+// commit commits tx and classifies a failure: when ctx had ended, COMMIT is not
+// sent and nothing committed; an error the server answered (a deferred
+// constraint, a serialization failure) rolled the transaction back; any other
+// failure leaves the outcome unknown: ErrCommitUnknown. (pgx may then report
+// "conn closed", which it calls safe to retry: it is not, COMMIT was sent.)
+func commit(ctx context.Context, tx pgx.Tx, what string) error {
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("pgfence: commit %s: %w", what, err)
+	}
+	err := tx.Commit(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case pgerr.Code(err) != "" || errors.Is(err, pgx.ErrTxCommitRollback):
+		return fmt.Errorf("pgfence: commit %s: %w", what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrCommitUnknown, what, err)
 }
 
 // Highest returns the highest revision recorded for lease, or 0 when the lease has

@@ -15,7 +15,10 @@ var migrationFS embed.FS
 
 // component is the fence table's versioned schema.
 func component(schema, table string) (pgschema.Component, error) {
-	ms, err := pgschema.Load(migrationFS, "migrations", map[string]string{"table": pgschema.Qualified(schema, table)})
+	ms, err := pgschema.Load(migrationFS, "migrations", map[string]string{
+		"table": pgschema.Qualified(schema, table),
+		"audit": pgschema.Qualified(schema, table+auditTable.Suffix),
+	})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("pgfence: %w", err)
 	}
