@@ -73,6 +73,10 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c.metrics = m
+	if maxConns := int(pool.Config().MaxConns); maxConns < cfg.Concurrency {
+		cfg.Logger.Warn("saga: Config.Concurrency exceeds the pool's MaxConns: runners will wait for connections to write their steps, and steps using the same pool wait too; raise MaxConns (pool_max_conns) to Concurrency plus what the steps use, or lower Concurrency (docs/pool-sizing.md)",
+			"concurrency", cfg.Concurrency, "max_conns", maxConns)
+	}
 	return c, nil
 }
 
@@ -81,8 +85,11 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 func (c *Client) Close() error { return c.metrics.close() }
 
 // Register makes definitions runnable by this client's runners: [Client.Run]
-// claims only sagas of registered types. Registering the same name twice is an
-// error matching ErrInvalidDefinition, unless it is the same *Definition.
+// claims only sagas of registered types, and [Start] and [StartTx] start only
+// registered definitions — so register a definition in every process that starts
+// it, whether or not that process runs Run. Registering the same *Definition
+// again does nothing; another definition with a name already registered is an
+// error matching ErrInvalidDefinition.
 func (c *Client) Register(defs ...AnyDefinition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,10 +97,26 @@ func (c *Client) Register(defs ...AnyDefinition) error {
 		if d == nil {
 			return fmt.Errorf("%w: nil definition", ErrInvalidDefinition)
 		}
-		if _, ok := c.defs[d.Name()]; ok {
-			return fmt.Errorf("%w: saga type %q registered twice", ErrInvalidDefinition, d.Name())
+		if have, ok := c.defs[d.Name()]; ok {
+			if have.src == d {
+				continue
+			}
+			return fmt.Errorf("%w: saga type %q registered twice, with different *Definition values", ErrInvalidDefinition, d.Name())
 		}
 		c.defs[d.Name()] = d.erase()
+	}
+	return nil
+}
+
+// checkRegistered returns an error matching ErrUnknownType unless a definition
+// with d's name and steps is registered: a saga of any other is never driven.
+func (c *Client) checkRegistered(name, shape string) error {
+	have := c.def(name)
+	switch {
+	case have == nil:
+		return fmt.Errorf("%w: %q is not registered with this client (Client.Register it in every process that starts it)", ErrUnknownType, name)
+	case have.shape != shape:
+		return fmt.Errorf("%w: the definition registered as %q has other steps than the one being started", ErrUnknownType, name)
 	}
 	return nil
 }

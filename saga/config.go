@@ -42,9 +42,12 @@ type Config struct {
 	// "<hostname>-<pid>-<random>".
 	Owner string
 	// Concurrency is how many sagas one runner drives at once, in [1, 10000].
-	// Default DefaultConcurrency (16). Size
-	// the pool for it: each in-flight saga holds a connection during its write,
-	// and Run keeps one more for LISTEN.
+	// Default DefaultConcurrency (16). Size the pool for it: each in-flight saga
+	// holds one of the pool's connections while it writes its step (plus what its
+	// step's own code takes from the same pool); Run's LISTEN connection is taken
+	// out of the pool, so it counts against the server's max_connections only.
+	// NewClient logs a warning when the pool's MaxConns is below Concurrency
+	// (pgxpool's default is max(4, NumCPU)). See docs/pool-sizing.md.
 	Concurrency int
 	// ClaimTTL is how long a claim lasts without a write; each committed step
 	// extends it. It must exceed the longest step: the step's context is cancelled

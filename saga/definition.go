@@ -17,6 +17,7 @@ type Definition[T any] struct {
 	name  string
 	steps []Step[T]
 	pivot int
+	shape string // what a runner needs to match: the name, and each step's kind and name
 }
 
 // Name returns the saga type.
@@ -49,6 +50,10 @@ func New[T any](name string, steps ...Step[T]) (*Definition[T], error) {
 	if len(steps) > MaxSteps {
 		return nil, bad("", ErrInvalidDefinition, "%d steps, at most %d", len(steps), MaxSteps)
 	}
+	hasPivot := false
+	for _, s := range steps {
+		hasPivot = hasPivot || s.kind == KindPivot
+	}
 	seen := map[string]bool{}
 	pivot := -1
 	for i, s := range steps {
@@ -79,6 +84,9 @@ func New[T any](name string, steps ...Step[T]) (*Definition[T], error) {
 			}
 			pivot = i
 		case KindRetriable:
+			if !hasPivot {
+				return nil, bad("", ErrNoPivot, "exactly one step must be declared with Pivot (retriable steps come after it)")
+			}
 			if pivot < 0 {
 				return nil, bad(s.name, ErrInvalidDefinition, "retriable step %d comes before the pivot: retriable steps are only retried forward, so they belong after it", i)
 			}
@@ -89,5 +97,9 @@ func New[T any](name string, steps ...Step[T]) (*Definition[T], error) {
 	if pivot < 0 {
 		return nil, bad("", ErrNoPivot, "exactly one step must be declared with Pivot")
 	}
-	return &Definition[T]{name: name, steps: append([]Step[T](nil), steps...), pivot: pivot}, nil
+	shape := name
+	for _, s := range steps {
+		shape += "\x00" + string(s.kind) + " " + s.name // names hold no NUL (coord.ValidateName)
+	}
+	return &Definition[T]{name: name, steps: append([]Step[T](nil), steps...), pivot: pivot, shape: shape}, nil
 }

@@ -18,6 +18,8 @@ type erasedDef struct {
 	name  string
 	pivot int
 	steps []erasedStep
+	src   AnyDefinition // the registered *Definition
+	shape string        // its Definition.shape
 }
 
 type erasedStep struct {
@@ -31,7 +33,7 @@ type erasedStep struct {
 type call func(ctx context.Context, sc StepContext, data []byte) ([]byte, error)
 
 func (d *Definition[T]) erase() *erasedDef {
-	e := &erasedDef{name: d.name, pivot: d.pivot}
+	e := &erasedDef{name: d.name, pivot: d.pivot, src: d, shape: d.shape}
 	for _, s := range d.steps {
 		es := erasedStep{name: s.name, kind: s.kind, action: wrap(s.action)}
 		if s.compensate != nil {

@@ -48,7 +48,8 @@ var (
 	// ErrInvalidConfig: a Config field (returned as *ConfigError) or a per-call
 	// option failed validation.
 	ErrInvalidConfig = errors.New("saga: invalid config")
-	// ErrUnknownType: the saga type is not registered with this client.
+	// ErrUnknownType: the saga type is not registered with this client: Start and
+	// StartTx refuse it (no runner would drive it), and Run cannot drive it.
 	ErrUnknownType = errors.New("saga: unknown saga type")
 	// ErrNoOutput: StepContext.Output asked for a step that recorded no output.
 	ErrNoOutput = errors.New("saga: no output for step")

@@ -88,8 +88,14 @@ func Example() {
 	go func() { done <- c.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
-	ok, _ := saga.Start(ctx, c, def, placement{OrderID: "o-1", Amount: 30}, &saga.StartOpts{ID: "o-1"})
-	declined, _ := saga.Start(ctx, c, def, placement{OrderID: "o-2", Amount: 5000}, &saga.StartOpts{ID: "o-2"})
+	ok, err := saga.Start(ctx, c, def, placement{OrderID: "o-1", Amount: 30}, &saga.StartOpts{ID: "o-1"})
+	if err != nil {
+		panic(err)
+	}
+	declined, err := saga.Start(ctx, c, def, placement{OrderID: "o-2", Amount: 5000}, &saga.StartOpts{ID: "o-2"})
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(waitTerminal(ctx, c, ok))
 	fmt.Println(waitTerminal(ctx, c, declined))
 	// Output:

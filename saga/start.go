@@ -27,9 +27,17 @@ type StartOpts struct {
 // Start starts a saga of definition def with data in its own transaction and
 // returns its id once committed; a runner (Client.Run, any process) drives it from
 // there, woken by NOTIFY. It blocks for one round trip; ctx cancels it. Errors:
-// ErrAlreadyStarted (opts.ID in use), ErrTooLarge / ErrInvalidData (data),
-// coord.ErrInvalidName (opts.ID), or the database error. Nothing is stored on error.
+// ErrUnknownType (def is not registered with c: no runner would drive it; see
+// [Client.Register]), ErrAlreadyStarted (opts.ID in use), ErrTooLarge /
+// ErrInvalidData (data), coord.ErrInvalidName (opts.ID), or the database error.
+// Nothing is stored on error.
 func Start[T any](ctx context.Context, c *Client, def *Definition[T], data T, opts *StartOpts) (string, error) {
+	if c == nil || def == nil {
+		return "", fmt.Errorf("%w: nil client or definition", ErrInvalidConfig)
+	}
+	if err := c.checkRegistered(def.name, def.shape); err != nil {
+		return "", err // before any round trip
+	}
 	tx, err := c.pool.Begin(ctx)
 	if err != nil {
 		return "", fmt.Errorf("saga: start: %w", err)
@@ -48,10 +56,13 @@ func Start[T any](ctx context.Context, c *Client, def *Definition[T], data T, op
 // StartTx starts a saga in the caller's transaction: the saga exists iff tx
 // commits (write the order row and start its saga atomically). Runners are notified
 // at commit. It blocks for one round trip on tx; ctx cancels it. Errors as [Start];
-// on ErrAlreadyStarted the transaction is still usable.
+// on ErrAlreadyStarted and ErrUnknownType the transaction is still usable.
 func StartTx[T any](ctx context.Context, tx pgx.Tx, c *Client, def *Definition[T], data T, opts *StartOpts) (string, error) {
 	if c == nil || def == nil || tx == nil {
 		return "", fmt.Errorf("%w: nil client, definition or transaction", ErrInvalidConfig)
+	}
+	if err := c.checkRegistered(def.name, def.shape); err != nil {
+		return "", err
 	}
 	var o StartOpts
 	if opts != nil {
