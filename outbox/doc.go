@@ -2,15 +2,25 @@
 // transaction that enqueued it committed, and a relay publishes it at least once,
 // in order per aggregate key, to a broker.
 //
-//	ob, _ := outbox.New(outbox.Config{})         // table coord_outbox
-//	err = ob.Migrate(ctx, pool)                  // versioned; safe from every replica at once
-//	tx, _ := pool.Begin(ctx)
-//	// ... the state change ...
-//	id, err := ob.EnqueueTx(ctx, tx, outbox.Event{Topic: "orders", Key: orderID, Type: "order.paid", Payload: body, JSON: true})
-//	_ = tx.Commit(ctx)
+//	ob, err := outbox.New(outbox.Config{}) // table coord_outbox; a *ConfigError otherwise
+//	if err != nil {
+//		return err
+//	}
+//	if err := ob.Migrate(ctx, pool); err != nil { // versioned; safe from every replica at once
+//		return err
+//	}
 //
-//	relay, _ := ob.NewRelay(pool, publisher)     // outbox/kafka, outbox/natsjs or a PublisherFunc
-//	go relay.Run(ctx)
+//	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+//		// ... the state change, with tx ...
+//		_, err := ob.EnqueueTx(ctx, tx, outbox.Event{Topic: "orders", Key: orderID, Type: "order.paid", Payload: body, JSON: true})
+//		return err // an invalid event rolls the state change back with it
+//	})
+//
+//	relay, err := ob.NewRelay(pool, publisher) // outbox/kafka, outbox/natsjs or a PublisherFunc
+//	if err != nil {
+//		return err
+//	}
+//	go func() { _ = relay.Run(ctx) }() // returns when ctx ends
 //
 // EnqueueTx validates at write time (UTF-8, no NUL, jsonb-compatible JSON, size,
 // non-empty topic/type/key) so a poison event never reaches the table. Relays claim
