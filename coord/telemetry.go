@@ -51,10 +51,11 @@ const (
 	MetricSagaRetries             = "saga.retries"               // counter
 
 	// failstatic
-	MetricClientStaleness  = "coord.client.staleness_seconds" // gauge
-	MetricConfigRejected   = "failstatic.rejected_snapshots"  // counter
-	MetricConfigReconnects = "failstatic.reconnects"          // counter
-	MetricConfigRelists    = "failstatic.relists"             // counter
+	MetricClientStaleness  = "coord.client.staleness_seconds"  // gauge
+	MetricConfigRejected   = "failstatic.rejected_snapshots"   // counter
+	MetricConfigReconnects = "failstatic.reconnects"           // counter
+	MetricConfigRelists    = "failstatic.relists"              // counter
+	MetricConfigCoalesced  = "failstatic.subscriber_coalesced" // counter: snapshots merged for a slow subscriber
 
 	// quotas
 	MetricQuotaRejected = "coord.quota.rejected" // counter, attrs tenant+quota

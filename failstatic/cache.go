@@ -36,6 +36,7 @@ type Cache[T any] struct {
 	observed     atomic.Pointer[observation]
 	watchOff     atomic.Int64 // ns after base at which the current watch started
 	rejected     atomic.Int64
+	coalesced    atomic.Int64
 	reconnects   atomic.Int64
 	relists      atomic.Int64
 	connected    atomic.Bool
@@ -73,6 +74,7 @@ type Status struct {
 	Staleness  time.Duration
 	Connected  bool  // the watch is running and has delivered since it (re)started
 	Rejected   int64 // snapshots rejected by Decode or Validate
+	Coalesced  int64 // snapshots a slow subscriber was not given on their own: merged into its next update
 	Reconnects int64 // watch restarts (disconnect, hang, compaction)
 	Relists    int64 // full re-reads after compaction
 	// LastError is the last list, watch or probe error (nil once recovered).
@@ -129,6 +131,10 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 		return nil, err
 	}
 	c.tel = tel
+	c.subs.coalesced = func() {
+		c.coalesced.Add(1)
+		tel.coalesced.Add(context.Background(), 1, tel.attrs)
+	}
 	disk, diskErr := c.loadDisk()
 	wait := cfg.InitialTimeout
 	if disk != nil {
@@ -275,7 +281,7 @@ func (c *Cache[T]) Status() Status {
 	defer c.mu.Unlock()
 	return Status{
 		Source: st.source, Revision: st.rev, Staleness: c.Staleness(),
-		Connected: c.connected.Load(), Rejected: c.rejected.Load(),
+		Connected: c.connected.Load(), Rejected: c.rejected.Load(), Coalesced: c.coalesced.Load(),
 		Reconnects: c.reconnects.Load(), Relists: c.relists.Load(),
 		LastError: c.lastErr, LastRejection: c.lastRej, StateFileError: c.stateErr,
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // Defaults of Config.
@@ -44,6 +45,9 @@ type Config[T any] struct {
 	// labels the metrics with the tenant.
 	Key string
 	// Prefix watches every key under it, e.g. coord.Prefix(tenant, coord.KindConfig).
+	// A prefix that reaches into /tenants/ must name one whole tenant with its
+	// trailing slash (/tenants/{tenant}/…): "/tenants/t1" would also watch tenant
+	// t10, "/" or "/tenants/" every tenant. Other prefixes are taken verbatim.
 	Prefix string
 
 	// Decode builds T from the full snapshot (keys sorted, possibly empty).
@@ -135,6 +139,10 @@ func (c Config[T]) validate() error {
 		return bad(watched, "not valid UTF-8")
 	case strings.ContainsRune(c.Key+c.Prefix, 0):
 		return bad(watched, "contains NUL")
+	case c.Prefix != "" && spansTenants(c.Prefix):
+		return bad("Prefix", fmt.Sprintf("%q reaches into /tenants/ without naming one whole tenant: "+
+			"it would also watch other tenants' keys (\"/tenants/t1\" matches \"/tenants/t10/…\"); "+
+			"use coord.Prefix(tenant, kind) or /tenants/{tenant}/…", pgtext.Clean(c.Prefix, 128)))
 	case c.Decode == nil:
 		return bad("Decode", "required")
 	case c.ProbeInterval < 0:
@@ -159,6 +167,18 @@ func (c Config[T]) validate() error {
 		seen[k.Name] = true
 	}
 	return nil
+}
+
+// spansTenants reports whether prefix reaches into the tenant layout without
+// naming one whole tenant followed by '/': "/tenants/t1" also matches
+// "/tenants/t10/…", and "/" or "/tenants/" match every tenant's keys.
+func spansTenants(prefix string) bool {
+	const root = "/tenants/"
+	if !strings.HasPrefix(prefix, root) && !strings.HasPrefix(root, prefix) {
+		return false // outside the tenant layout: taken verbatim
+	}
+	_, ok := coord.TenantOf(prefix)
+	return !ok
 }
 
 // watched returns the key or prefix and whether it is a prefix.

@@ -18,8 +18,10 @@ var (
 	ErrNoSnapshot = errors.New("failstatic: no valid snapshot")
 
 	// ErrCorruptState: the state file exists but cannot be used (bad magic,
-	// unknown version, checksum mismatch, truncated, or written for another
-	// key/prefix). It is ignored. Returned as *StateFileError.
+	// unknown version, checksum mismatch, truncated, written for another
+	// key/prefix, a snapshot no etcd could have served — revision below 1, keys
+	// outside the watched key or prefix — or rejected by Decode or Validate). It is
+	// ignored. Returned as *StateFileError.
 	ErrCorruptState = errors.New("failstatic: state file unusable")
 
 	// ErrRejected: a snapshot failed Decode or Validate and was not adopted.
@@ -52,7 +54,7 @@ func (e *StaleError) Is(target error) bool { return target == ErrStale }
 // unwraps to the underlying I/O or decode error, if any.
 type StateFileError struct {
 	Path   string
-	Reason string // "magic", "version", "checksum", "truncated", "payload", "identity"
+	Reason string // "magic", "version", "checksum", "truncated", "payload", "identity", "invalid", "rejected"
 	Err    error
 }
 

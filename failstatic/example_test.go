@@ -62,11 +62,19 @@ func ExampleNew() {
 	cli, stop := exampleEtcd()
 	defer stop()
 	ctx := context.Background()
-	prefix, _ := coord.Prefix("acme", coord.KindConfig)
-	cli.Put(ctx, prefix+"checkout", "on")
-	cli.Put(ctx, prefix+"revocations/tok-1", "on")
-
-	dir, _ := os.MkdirTemp("", "failstatic-example-*")
+	prefix, err := coord.Prefix("acme", coord.KindConfig)
+	if err != nil {
+		panic(err)
+	}
+	for _, k := range []string{"checkout", "revocations/tok-1"} {
+		if _, err := cli.Put(ctx, prefix+k, "on"); err != nil {
+			panic(err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "failstatic-example-*")
+	if err != nil {
+		panic(err)
+	}
 	defer os.RemoveAll(dir)
 	cache, err := failstatic.New(ctx, cli, failstatic.Config[Flags]{
 		Prefix: prefix,

@@ -45,9 +45,16 @@ func (c *Cache[T]) loadDisk() (*state[T], error) {
 		confirmed = ns
 	}
 	// Staleness continues from the time it was last confirmed, on the wall clock
-	// (the only clock that survives a restart); never in the future.
-	off := min(confirmed-c.base.UnixNano(), 0)
-	c.confirmedOff.Store(off)
+	// (the only clock that survives a restart). A confirmation in the future (the
+	// clock went back across the restart) or at no time at all says nothing about
+	// how old the snapshot is: its staleness is unknown, never fresh.
+	if now := c.base.UnixNano(); confirmed <= 0 || confirmed > now {
+		c.log.Warn("state file's confirmation time is in the future or unset; serving it as of unknown staleness",
+			"confirmed", time.Unix(0, confirmed), "now", time.Unix(0, now))
+		c.confirmedOff.Store(-int64(UnknownStaleness))
+	} else {
+		c.confirmedOff.Store(confirmed - now)
+	}
 	st := &state[T]{value: val, rev: f.Revision, source: SourceDisk, kvs: m}
 	for _, kv := range m {
 		st.maxMod = max(st.maxMod, kv.ModRevision)

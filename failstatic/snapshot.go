@@ -40,12 +40,19 @@ type Change struct {
 	Deleted     bool
 }
 
+// UnknownStaleness is the least staleness of a snapshot whose last confirmation
+// cannot be trusted: one started from a state file whose confirmation time lies in
+// the future (the wall clock went back across a restart) or is unset. It exceeds
+// every sensible MaxStaleness, so every key class fails closed until etcd confirms
+// the cache; Staleness and the staleness metric report it (about 146 years).
+const UnknownStaleness = time.Duration(1 << 62)
+
 // Snapshot is what Get returns: the decoded value with its provenance.
 type Snapshot[T any] struct {
 	Value     T
 	Revision  int64         // etcd revision the snapshot reflects
 	Source    Source        // live or disk
-	Staleness time.Duration // time since the cache was last confirmed current
+	Staleness time.Duration // time since the cache was last confirmed current; ≥ UnknownStaleness when unknown
 }
 
 // state is one adopted snapshot; immutable once published.

@@ -10,6 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // State file layout (all integers big-endian):
@@ -113,7 +116,33 @@ func readSnapshotFile(path, watched string, isPrefix bool) (*snapshotFile, error
 		return nil, &StateFileError{Path: path, Reason: "identity",
 			Err: fmt.Errorf("file is for %q (prefix=%v), cache watches %q (prefix=%v)", f.Watched, f.IsPrefix, watched, isPrefix)}
 	}
+	if err := f.check(); err != nil {
+		return nil, &StateFileError{Path: path, Reason: "invalid", Err: err}
+	}
 	return &f, nil
+}
+
+// check refuses a snapshot that no etcd could have served for what the file
+// watches, whatever Validate says: a revision below 1, a key outside the watched
+// key or prefix, a key twice, a mod revision outside [1, Revision].
+func (f *snapshotFile) check() error {
+	if f.Revision < 1 {
+		return fmt.Errorf("revision %d: etcd revisions start at 1", f.Revision)
+	}
+	seen := make(map[string]bool, len(f.KVs))
+	for _, kv := range f.KVs {
+		key := pgtext.Clean(kv.Key, 128)
+		switch {
+		case f.IsPrefix && !strings.HasPrefix(kv.Key, f.Watched), !f.IsPrefix && kv.Key != f.Watched:
+			return fmt.Errorf("key %q is outside the watched %q", key, pgtext.Clean(f.Watched, 128))
+		case seen[kv.Key]:
+			return fmt.Errorf("key %q appears twice", key)
+		case kv.Mod < 1 || kv.Mod > f.Revision:
+			return fmt.Errorf("key %q: mod revision %d outside [1, %d]", key, kv.Mod, f.Revision)
+		}
+		seen[kv.Key] = true
+	}
+	return nil
 }
 
 // readConfirmFile loads the confirmation sidecar; any problem returns ok=false

@@ -12,6 +12,7 @@ import (
 type telemetry struct {
 	attrs      metric.MeasurementOption
 	rejected   metric.Int64Counter
+	coalesced  metric.Int64Counter
 	reconnects metric.Int64Counter
 	relists    metric.Int64Counter
 	reg        metric.Registration
@@ -27,6 +28,10 @@ func newTelemetry[T any](c *Cache[T]) (*telemetry, error) {
 	var err error
 	if t.rejected, err = m.Int64Counter(coord.MetricConfigRejected,
 		metric.WithDescription("snapshots rejected by Decode or Validate")); err != nil {
+		return nil, err
+	}
+	if t.coalesced, err = m.Int64Counter(coord.MetricConfigCoalesced,
+		metric.WithDescription("snapshots merged into a later update for a subscriber slower than the updates")); err != nil {
 		return nil, err
 	}
 	if t.reconnects, err = m.Int64Counter(coord.MetricConfigReconnects,
