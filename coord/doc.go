@@ -13,7 +13,9 @@
 //     [ParseToken] them, then reject any token older than the highest they have seen.
 //   - Errors are classified so callers can react without string matching:
 //     [ErrStaleToken] (step down, never retry), [ErrAuthorityLost] (stop writing),
-//     [ErrNoLeader] (retry later), [ErrQuotaExceeded] (a tenant bug: do not retry fast),
-//     [ErrCompacted] (re-list). [Retryable] says which are worth retrying.
+//     [ErrNoLeader] (etcd has no leader: retry later), [ErrQuotaExceeded] (a tenant
+//     bug: do not retry fast), [ErrCompacted] (re-list). [Retryable] says which are
+//     worth retrying, for these and for every package's own errors, which answer
+//     through [RetryableError].
 //   - Keys live under /tenants/{tenant}/{elections|locks|members|config}/{name}.
 package coord

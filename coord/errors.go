@@ -20,8 +20,11 @@ var (
 	// Returned as *AuthorityLostError.
 	ErrAuthorityLost = errors.New("coord: authority lost")
 
-	// ErrNoLeader: nobody holds the lease right now. Retry later.
-	ErrNoLeader = errors.New("coord: no leader")
+	// ErrNoLeader: etcd answered that it has no leader — the member reached is cut
+	// off from its quorum, or an election is in progress. Nothing was done; retry
+	// later (the client may reach another member). Returned, wrapping etcd's own
+	// error, by correctnesslease and failstatic.
+	ErrNoLeader = errors.New("coord: etcd has no leader")
 
 	// ErrQuotaExceeded: a tenant exceeded a client-side quota (value size or write
 	// rate). This is a bug or a runaway in the tenant's code: do not retry fast.
@@ -29,7 +32,9 @@ var (
 	ErrQuotaExceeded = errors.New("coord: quota exceeded")
 
 	// ErrCompacted: a watch or read asked for a revision etcd has compacted away.
-	// Re-list (read everything at a current revision) and watch from there.
+	// Re-list (read everything at a current revision) and watch from there —
+	// failstatic and correctnesslease.Observe do so themselves; failstatic reports
+	// it in Status().LastError.
 	ErrCompacted = errors.New("coord: revision compacted")
 
 	// ErrInvalidName: a tenant or resource name failed validation.
@@ -49,6 +54,9 @@ func (e *StaleTokenError) Error() string {
 
 // Is makes errors.Is(err, ErrStaleToken) true.
 func (e *StaleTokenError) Is(target error) bool { return target == ErrStaleToken }
+
+// Retryable is false: the presenter is no longer the holder.
+func (e *StaleTokenError) Retryable() bool { return false }
 
 // LossReason says why a lease lost its authority.
 type LossReason string
@@ -100,6 +108,9 @@ func (e *AuthorityLostError) Is(target error) bool { return target == ErrAuthori
 // Unwrap returns the underlying cause.
 func (e *AuthorityLostError) Unwrap() error { return e.Err }
 
+// Retryable is false, whatever the cause: the lease is gone; acquire a new one.
+func (e *AuthorityLostError) Retryable() bool { return false }
+
 // QuotaError reports a client-side quota violation. It matches ErrQuotaExceeded.
 type QuotaError struct {
 	Tenant string // the tenant whose quota was exceeded
@@ -118,6 +129,9 @@ func (e *QuotaError) Error() string {
 // Is makes errors.Is(err, ErrQuotaExceeded) true.
 func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
 
+// Retryable is false: a tenant over its quota has a bug or a runaway to fix first.
+func (e *QuotaError) Retryable() bool { return false }
+
 // NameError reports an invalid tenant or resource name. It matches ErrInvalidName.
 type NameError struct {
 	Field  string // "tenant", "name", "kind"
@@ -132,23 +146,43 @@ func (e *NameError) Error() string {
 // Is makes errors.Is(err, ErrInvalidName) true.
 func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
 
+// Retryable is false: the same name is refused again.
+func (e *NameError) Retryable() bool { return false }
+
+// RetryableError is implemented by errors that know whether retrying the
+// operation that returned them can succeed. Every coordkit package's typed and
+// sentinel errors implement it where the answer is yes; Retryable honours it.
+type RetryableError interface {
+	error
+	Retryable() bool
+}
+
 // Retryable reports whether retrying the operation that returned err, after a
-// backoff, can succeed: true for ErrNoLeader, ErrCompacted (after a re-list) and
-// network timeouts; false for nil, stale tokens, lost authority, quota violations,
-// invalid input and cancelled or expired contexts.
+// backoff, can succeed. In order:
+//   - false for nil and for a cancelled or expired context (the caller gave up);
+//   - the answer of the outermost RetryableError in err's chain (every coordkit
+//     package says so for its own errors: idempotency's ErrInFlight and
+//     ErrCommitUnknown, efficiencylock's ErrNotAcquired, correctnesslease's
+//     ErrHeld, failstatic's ErrStale and ErrNoSnapshot, ...);
+//   - true for ErrNoLeader and ErrCompacted (after a re-list);
+//   - false for stale tokens, lost authority, quota violations and invalid input;
+//   - true for a network timeout; false for anything else.
 func Retryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if re, ok := errors.AsType[RetryableError](err); ok {
+		return re.Retryable()
+	}
 	switch {
-	case err == nil,
-		errors.Is(err, ErrStaleToken),
+	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrCompacted):
+		return true
+	case errors.Is(err, ErrStaleToken),
 		errors.Is(err, ErrAuthorityLost),
 		errors.Is(err, ErrQuotaExceeded),
 		errors.Is(err, ErrInvalidName),
-		errors.Is(err, ErrInvalidToken),
-		errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, ErrInvalidToken):
 		return false
-	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrCompacted):
-		return true
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()

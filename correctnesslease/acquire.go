@@ -96,7 +96,7 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 			// it): remove that version only, and queue once more.
 			l.lose(coord.LossReleased, nil)
 			if !retryStale {
-				return nil, fmt.Errorf("correctnesslease: acquire %s: %w (stale key %s)", prefix, ErrAlreadyQueued, l.key)
+				return nil, fmt.Errorf("%w: acquire %s (stale key %s)", ErrAlreadyQueued, prefix, l.key)
 			}
 			_, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", stale.rev)).
 				Then(clientv3.OpDelete(l.key)).Commit()
@@ -136,7 +136,7 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 	if pred != "" && !wait {
 		l.lose(coord.LossReleased, nil)
 		l.cleanup()
-		return nil, fmt.Errorf("correctnesslease: %w: %s (%s is ahead)", ErrHeld, prefix, pred)
+		return nil, fmt.Errorf("%w: %s (%s is ahead)", ErrHeld, prefix, pred)
 	}
 	rev := resp.Header.Revision
 	for pred != "" {

@@ -3,12 +3,15 @@ package correctnesslease
 import (
 	"errors"
 	"fmt"
+
+	"github.com/coordkit/coordkit/internal/sentinel"
 )
 
 var (
 	// ErrHeld is returned (wrapped) by TryAcquire when another key is ahead in the
-	// queue: someone else holds the lease or waits for it.
-	ErrHeld = errors.New("correctnesslease: lease held by another session")
+	// queue: someone else holds the lease or waits for it. Retryable: a later
+	// TryAcquire (or Acquire, which waits) can get it.
+	ErrHeld = sentinel.Retryable("correctnesslease: lease held by another session")
 
 	// ErrAlreadyQueued is returned (wrapped) by Acquire and TryAcquire when this
 	// session already holds, or waits for, the same name. A session holds a name

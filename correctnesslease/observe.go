@@ -2,11 +2,13 @@ package correctnesslease
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 // Observation is the holder of a lease at one etcd revision.
@@ -29,8 +31,9 @@ func (o Observation) Held() bool { return o.Key != "" }
 // each change, reads the holder at that revision (watch, then read). Errors while
 // watching are retried with backoff; after a compaction it re-reads.
 //
-// Observe blocks only for the first read (bounded by ctx) and returns its error;
-// invalid names return *coord.NameError. The channel is closed when ctx ends;
+// Observe blocks only for the first read (bounded by ctx) and returns its error,
+// matching coord.ErrNoLeader when etcd has no leader; invalid names return
+// *coord.NameError. The channel is closed when ctx ends;
 // cancel ctx to stop the goroutine. Observation does not confer authority and
 // carries no token.
 func Observe(ctx context.Context, cli *clientv3.Client, tenant, name string) (<-chan Observation, error) {
@@ -38,9 +41,9 @@ func Observe(ctx context.Context, cli *clientv3.Client, tenant, name string) (<-
 	if err != nil {
 		return nil, err
 	}
-	first, err := readHolder(ctx, cli, prefix, 0)
+	first, err := readHolder(clientv3.WithRequireLeader(ctx), cli, prefix, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("correctnesslease: observe %s: %w", prefix, etcderr.Classify(err))
 	}
 	ch := make(chan Observation, 1)
 	ch <- first

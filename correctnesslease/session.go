@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 // Session owns one etcd lease, kept alive by its own renewal loop, and every
@@ -57,7 +58,8 @@ type Session struct {
 // under /tenants/{cfg.Tenant}/members/, and starts the renewal loop. It blocks for
 // the two RPCs, bounded by ctx. It returns a *ConfigError (ErrInvalidConfig; for an
 // invalid Tenant it unwraps to a *coord.NameError) for invalid configuration, and the
-// etcd error otherwise; on error nothing is left behind. ctx is not retained: the
+// etcd error otherwise — matching coord.ErrNoLeader (retryable) when the member
+// reached has no leader; on error nothing is left behind. ctx is not retained: the
 // session lives until Close or loss of authority.
 func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session, error) {
 	if cli == nil {
@@ -78,8 +80,11 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 	// The renewal clock starts when the grant is sent: etcd starts the TTL when
 	// it applies the grant, which is later.
 	sent := cfg.Clock.Now()
-	grant, err := cli.Grant(ctx, int64(math.Ceil(cfg.TTL.Seconds())))
+	// Require a leader: a member cut off from its quorum answers at once
+	// (coord.ErrNoLeader, retryable) instead of holding the grant until ctx ends.
+	grant, err := cli.Grant(clientv3.WithRequireLeader(ctx), int64(math.Ceil(cfg.TTL.Seconds())))
 	if err != nil {
+		err = etcderr.Classify(err)
 		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("correctnesslease: grant lease: %w", err)
 	}

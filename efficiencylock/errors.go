@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/coordkit/coordkit/internal/sentinel"
 )
 
 // Sentinel errors. Every error the package returns for these conditions matches
@@ -15,7 +17,7 @@ var (
 	// Acquire's context ends while the lock is still held by someone else, the
 	// error is errors.Join(*NotAcquiredError, context.Cause(ctx)) and matches both.
 	// It never matches context.Canceled or context.DeadlineExceeded by itself.
-	ErrNotAcquired = errors.New("efficiencylock: not acquired")
+	ErrNotAcquired = sentinel.Retryable("efficiencylock: not acquired")
 
 	// ErrLockLost: a guard lost its lock (expired before a refresh succeeded, a
 	// refresh failed, or Redis says the key is gone or someone else's). Returned
@@ -85,6 +87,9 @@ func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquir
 
 // Unwrap returns the last transport error, if any.
 func (e *NotAcquiredError) Unwrap() error { return e.Err }
+
+// Retryable is true: the holder will release or its lock will expire.
+func (e *NotAcquiredError) Retryable() bool { return true }
 
 // LossReason says why a guard lost its lock.
 type LossReason string

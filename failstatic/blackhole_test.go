@@ -2,13 +2,17 @@ package failstatic_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -36,6 +40,8 @@ func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
 	cfg.RequestTimeout = 500 * time.Millisecond
 	cfg.ResetAfter = time.Second
 	cfg.Backoff.Cap = 2 * time.Second // keep the default tier quick; the schedule is tested in TestReconnectHerd
+	compactedErrs := &errorCounter{match: coord.ErrCompacted}
+	cfg.Logger = slog.New(compactedErrs)
 	c := mustNew(t, coordtest.NewEtcdClient(t, proxy.URL()), cfg)
 	// Nothing is written between capturing the start and subscribing.
 	rec := recorder{start: maps.Clone(c.Get().Value)}
@@ -89,6 +95,11 @@ func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
 		if c.Status().Relists == relistsBefore {
 			t.Fatalf("trial %d: no re-list after the compaction", trial)
 		}
+		// The compaction is reported as coord.ErrCompacted (logged, and in
+		// Status().LastError until the re-list succeeds).
+		if n := compactedErrs.n.Load(); n < int64(trial+1) {
+			t.Fatalf("trial %d: %d errors matching coord.ErrCompacted logged, want at least %d", trial, n, trial+1)
+		}
 		res.Faults["history compacted past the watcher"]++
 		// Replay the subscriber's changes.
 		waitFor(t, 10*time.Second, "subscriber to catch up", func() bool {
@@ -132,3 +143,24 @@ func replay(t testing.TB, r *recorder) conf {
 	}
 	return m
 }
+
+// errorCounter is a slog.Handler counting the records with an error attribute
+// matching match.
+type errorCounter struct {
+	match error
+	n     atomic.Int64
+}
+
+func (*errorCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *errorCounter) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, h.match) {
+			h.n.Add(1)
+			return false
+		}
+		return true
+	})
+	return nil
+}
+func (h *errorCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *errorCounter) WithGroup(string) slog.Handler      { return h }

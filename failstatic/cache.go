@@ -77,7 +77,9 @@ type Status struct {
 	Coalesced  int64 // snapshots a slow subscriber was not given on their own: merged into its next update
 	Reconnects int64 // watch restarts (disconnect, hang, compaction)
 	Relists    int64 // full re-reads after compaction
-	// LastError is the last list, watch or probe error (nil once recovered).
+	// LastError is the last list, watch or probe error (nil once recovered). It
+	// matches coord.ErrNoLeader when etcd had no leader and coord.ErrCompacted
+	// when the watch was compacted away (the cache then re-lists by itself).
 	LastError error
 	// LastRejection is the last *RejectedError, kept until a snapshot is adopted.
 	LastRejection error

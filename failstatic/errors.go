@@ -4,18 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/coordkit/coordkit/internal/sentinel"
 )
 
 var (
 	// ErrStale: the keys asked for belong to a class whose maximum staleness has
 	// passed; the class fails closed until the cache is confirmed current again.
 	// Returned as *StaleError.
-	ErrStale = errors.New("failstatic: snapshot too stale for key class")
+	ErrStale = sentinel.Retryable("failstatic: snapshot too stale for key class")
 
 	// ErrNoSnapshot: New could not obtain any valid snapshot — etcd did not answer
 	// (or answered with a snapshot that failed validation) within the initial
 	// timeout and there was no usable state file.
-	ErrNoSnapshot = errors.New("failstatic: no valid snapshot")
+	ErrNoSnapshot = sentinel.Retryable("failstatic: no valid snapshot")
 
 	// ErrCorruptState: the state file exists but cannot be used (bad magic,
 	// unknown version, checksum mismatch, truncated, written for another
@@ -49,6 +51,9 @@ func (e *StaleError) Error() string {
 
 // Is makes errors.Is(err, ErrStale) true.
 func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// Retryable is true: the class serves again once the cache is confirmed current.
+func (e *StaleError) Retryable() bool { return true }
 
 // StateFileError reports an unusable state file. It matches ErrCorruptState and
 // unwraps to the underlying I/O or decode error, if any.

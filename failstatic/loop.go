@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -105,10 +107,10 @@ func (c *Cache[T]) watch(ctx context.Context) (delivered, compacted bool, err er
 				return delivered, false, errWatchClosed
 			}
 			if wr.CompactRevision != 0 || errors.Is(wr.Err(), rpctypes.ErrCompacted) {
-				return delivered, true, fmt.Errorf("watch from revision %d: compacted at %d: %w", c.rev+1, wr.CompactRevision, rpctypes.ErrCompacted)
+				return delivered, true, fmt.Errorf("watch from revision %d: compacted at %d: %w: %w", c.rev+1, wr.CompactRevision, coord.ErrCompacted, rpctypes.ErrCompacted)
 			}
 			if err := wr.Err(); err != nil {
-				return delivered, false, err
+				return delivered, false, etcderr.Classify(err)
 			}
 			if wr.Created {
 				continue
@@ -148,9 +150,9 @@ func (c *Cache[T]) list(ctx context.Context) error {
 	if c.isPrefix {
 		opts = append(opts, clientv3.WithPrefix())
 	}
-	resp, err := c.client.Get(rctx, c.watched, opts...)
+	resp, err := c.client.Get(clientv3.WithRequireLeader(rctx), c.watched, opts...)
 	if err != nil {
-		return fmt.Errorf("failstatic: list %q: %w", c.watched, err)
+		return fmt.Errorf("failstatic: list %q: %w", c.watched, etcderr.Classify(err))
 	}
 	rev := resp.Header.Revision
 	c.needList = false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/coordkit/coordkit/internal/etcderr"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -41,9 +42,9 @@ func (c *Cache[T]) probe(ctx context.Context) error {
 		opts = append(opts, clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
 	}
-	resp, err := c.client.Get(rctx, c.watched, opts...)
+	resp, err := c.client.Get(clientv3.WithRequireLeader(rctx), c.watched, opts...)
 	if err != nil {
-		return fmt.Errorf("failstatic: probe %q: %w", c.watched, err)
+		return fmt.Errorf("failstatic: probe %q: %w", c.watched, etcderr.Classify(err))
 	}
 	var maxMod int64
 	if len(resp.Kvs) > 0 {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+
+	"github.com/coordkit/coordkit/internal/sentinel"
 )
 
 // Sentinel errors. Every error this package returns for one of these conditions
@@ -18,7 +20,7 @@ var (
 
 	// ErrInFlight: a request with the same key is still running (HTTP 409).
 	// Returned as *InFlightError. Retry after InFlightError.RetryAfter.
-	ErrInFlight = errors.New("idempotency: a request with this key is in progress")
+	ErrInFlight = sentinel.Retryable("idempotency: a request with this key is in progress")
 
 	// ErrInvalidKey: the key or scope failed validation (HTTP 400). Returned as *KeyError.
 	ErrInvalidKey = errors.New("idempotency: invalid key")
@@ -30,7 +32,7 @@ var (
 	// ErrCommitUnknown: the connection failed while COMMIT was in flight, so whether
 	// the effect committed is unknown. Retry with the same key: the retry either
 	// replays the committed response or runs the effect, never both.
-	ErrCommitUnknown = errors.New("idempotency: commit outcome unknown, retry with the same key")
+	ErrCommitUnknown = sentinel.Retryable("idempotency: commit outcome unknown, retry with the same key")
 
 	// ErrLockLost: a phased request lost its lock (it expired and a retry or the
 	// completer took the key over). Stop; the new owner finishes the request.
@@ -76,6 +78,9 @@ func (e *InFlightError) Error() string {
 
 // Is makes errors.Is(err, ErrInFlight) true.
 func (e *InFlightError) Is(target error) bool { return target == ErrInFlight }
+
+// Retryable is true: retry with the same key after RetryAfter.
+func (e *InFlightError) Retryable() bool { return true }
 
 // KeyError reports an invalid key or scope. It matches ErrInvalidKey.
 type KeyError struct {

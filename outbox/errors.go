@@ -3,6 +3,9 @@ package outbox
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/coordkit/coordkit/internal/sentinel"
 )
 
 // Errors returned by the package. Every validation failure is an *EventError that
@@ -34,7 +37,7 @@ var (
 	// ErrSkipped is what a Publisher reports for a message it did not attempt because
 	// an earlier message of the same key failed in the same batch, or because ctx
 	// was done before its turn. The relay does not count it as an attempt.
-	ErrSkipped = errors.New("outbox: skipped after an earlier failure of the same key")
+	ErrSkipped = sentinel.Retryable("outbox: skipped after an earlier failure of the same key")
 )
 
 // EventError reports why an event was rejected at enqueue. It matches
@@ -48,7 +51,7 @@ type EventError struct {
 
 // Error describes the rejected field and why.
 func (e *EventError) Error() string {
-	return fmt.Sprintf("outbox: invalid event #%d: %s: %v: %s", e.Index, e.Field, e.Err, e.Reason)
+	return fmt.Sprintf("outbox: invalid event #%d: %s: %s: %s", e.Index, e.Field, strings.TrimPrefix(fmt.Sprint(e.Err), "outbox: "), e.Reason)
 }
 
 // Is makes errors.Is(err, ErrInvalidEvent) true.

@@ -116,5 +116,5 @@ func ExampleOutbox_EnqueueTx_rejected() {
 		return nil
 	})
 	// Output:
-	// outbox: invalid event #0: payload: outbox: invalid JSON: contains \u0000, which PostgreSQL jsonb rejects
+	// outbox: invalid event #0: payload: invalid JSON: contains \u0000, which PostgreSQL jsonb rejects
 }

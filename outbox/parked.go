@@ -73,7 +73,7 @@ func (o *Outbox) operate(ctx context.Context, db Querier, id ID, q string) error
 		var key string
 		if err := tx.QueryRow(ctx, o.sql.parkedKey, id.String()).Scan(&key); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("outbox: %s: %w", id, ErrNotParked)
+				return fmt.Errorf("%w: %s", ErrNotParked, id)
 			}
 			return fmt.Errorf("outbox: %w", err)
 		}
@@ -85,7 +85,7 @@ func (o *Outbox) operate(ctx context.Context, db Querier, id ID, q string) error
 			return fmt.Errorf("outbox: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("outbox: %s: %w", id, ErrNotParked)
+			return fmt.Errorf("%w: %s", ErrNotParked, id)
 		}
 		return nil
 	})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
+
+	"github.com/coordkit/coordkit/internal/sentinel"
 )
 
 // ErrZeroToken is returned when a write presents the zero coord.Token. It also
@@ -32,7 +34,7 @@ func staleError(presented coord.Token, highest int64) error {
 
 // ErrBusy matches every *BusyError: the lease's fence row stayed locked by another
 // transaction for the whole LockTimeout. Retry after a backoff.
-var ErrBusy = errors.New("pgfence: fence row busy")
+var ErrBusy = sentinel.Retryable("pgfence: fence row busy")
 
 // BusyError is returned by GuardTx (and so Exec) when the lease's fence row was
 // locked by another transaction for Config.LockTimeout — typically a holder

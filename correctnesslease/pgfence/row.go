@@ -177,7 +177,7 @@ func (u *RowUpdater) Update(ctx context.Context, db DBTX, tok coord.Token, key [
 		}
 		switch {
 		case count == 0:
-			return 0, fmt.Errorf("pgfence: update %s with %s: %w", u.table, tok, ErrRowNotFound)
+			return 0, fmt.Errorf("%w: update %s with %s", ErrRowNotFound, u.table, tok)
 		case highest == nil:
 			return 0, fmt.Errorf("pgfence: update %s: fence column is NULL; declare it NOT NULL DEFAULT 0", u.table)
 		case *highest > tok.Revision():

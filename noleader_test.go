@@ -1,0 +1,103 @@
+package coordkit_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/failstatic"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// TestNoLeaderIsReported: an etcd member cut off from its quorum (the two others
+// paused) has no leader; every coordkit entry point that asks it says so with
+// coord.ErrNoLeader, which coord.Retryable calls retryable — instead of a
+// deadline, or an etcd error only rpctypes can recognise.
+func TestNoLeaderIsReported(t *testing.T) {
+	cluster := coordtest.EtcdCluster(t, 3, nil)
+	lone := coordtest.NewEtcdClient(t, cluster.Members[0].ClientURL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// A failstatic cache watching through member 0 while the cluster is healthy;
+	// its log says why each watch ended.
+	watchErrs := make(chan error, 64)
+	cache, err := failstatic.New(ctx, lone, failstatic.Config[string]{
+		Key:    "/tenants/noleader/config/flags",
+		Decode: func(kvs []failstatic.KV) (string, error) { return "", nil },
+		Logger: slog.New(errAttrs{watchErrs}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+
+	for _, m := range cluster.Members[1:] {
+		if err := m.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Resume() })
+	}
+	// The fault happened: the lone member reports no leader (observed, not assumed).
+	for {
+		sctx, scancel := context.WithTimeout(ctx, time.Second)
+		st, err := lone.Status(sctx, cluster.Members[0].ClientURL)
+		scancel()
+		if err == nil && st.Leader == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("member 0 still reports a leader after its peers were paused (last status err %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, coord.ErrNoLeader) || !coord.Retryable(err) {
+			t.Errorf("%s against a leaderless member = %v; want coord.ErrNoLeader, retryable", what, err)
+		}
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	_, err = correctnesslease.NewSession(rctx, lone, correctnesslease.Config{Tenant: "noleader", TTL: 3 * time.Second})
+	check("correctnesslease.NewSession", err)
+	_, err = correctnesslease.Observe(rctx, lone, "noleader", "job")
+	check("correctnesslease.Observe", err)
+	// failstatic: the watch stream (require-leader) is ended by the member; the
+	// cache keeps serving and says why in its log and Status().LastError.
+	for {
+		select {
+		case err := <-watchErrs:
+			if errors.Is(err, coord.ErrNoLeader) {
+				check("failstatic watch", err)
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("failstatic never reported coord.ErrNoLeader (status %+v)", cache.Status())
+		}
+	}
+}
+
+// errAttrs is a slog.Handler that sends every error attribute of every record.
+type errAttrs struct{ ch chan<- error }
+
+func (errAttrs) Enabled(context.Context, slog.Level) bool { return true }
+func (h errAttrs) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok {
+			select {
+			case h.ch <- err:
+			default:
+			}
+		}
+		return true
+	})
+	return nil
+}
+func (h errAttrs) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h errAttrs) WithGroup(string) slog.Handler      { return h }
