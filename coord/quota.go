@@ -1,14 +1,17 @@
 package coord
 
 import (
+	"container/list"
 	"sync"
 	"time"
 )
 
-// Default client-side quotas from RFC-COORD-001 MUST 7.
+// Default client-side quotas from RFC-COORD-001 MUST 7, and the bound on the
+// tenants Quotas tracks at once.
 const (
 	DefaultMaxValueBytes   = 64 << 10 // 64 KiB per value
 	DefaultWritesPerSecond = 200      // per tenant
+	DefaultMaxTenants      = 10000    // rate buckets held at once
 )
 
 // Limits are the client-side quotas of one tenant. Zero fields take the defaults.
@@ -36,6 +39,12 @@ type QuotaConfig struct {
 	Default   Limits            // limits of every tenant without an override
 	Overrides map[string]Limits // approved exceptions, by tenant
 	Clock     Clock             // default SystemClock()
+	// MaxTenants bounds the tenants whose write-rate bucket is held at once.
+	// A bucket that has refilled is dropped anyway (it is the same as a new one),
+	// so only tenants that wrote within about Burst/WritesPerSecond count. Beyond
+	// MaxTenants the bucket of the tenant seen least recently is dropped: that
+	// tenant starts again with a full burst. Default DefaultMaxTenants (10,000).
+	MaxTenants int
 }
 
 // Quotas enforces per-tenant value-size and write-rate limits on the client, before
@@ -46,17 +55,29 @@ type Quotas struct {
 	cfg     QuotaConfig
 	clock   Clock
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[string]*list.Element // of *bucket
+	recent  list.List                // buckets, most recently seen first
 }
 
 type bucket struct {
+	tenant string
+	limits Limits
 	tokens float64
 	last   time.Time
 }
 
+// full reports whether b has refilled to its burst by now: then it is the same
+// as no bucket at all.
+func (b *bucket) full(now time.Time) bool {
+	return b.tokens+now.Sub(b.last).Seconds()*b.limits.WritesPerSecond >= float64(b.limits.Burst)
+}
+
 // NewQuotas returns a quota enforcer.
 func NewQuotas(cfg QuotaConfig) *Quotas {
-	return &Quotas{cfg: cfg, clock: OrSystem(cfg.Clock), buckets: map[string]*bucket{}}
+	if cfg.MaxTenants <= 0 {
+		cfg.MaxTenants = DefaultMaxTenants
+	}
+	return &Quotas{cfg: cfg, clock: OrSystem(cfg.Clock), buckets: map[string]*list.Element{}}
 }
 
 func (q *Quotas) limits(tenant string) Limits {
@@ -86,11 +107,7 @@ func (q *Quotas) AllowWrite(key string, writes, maxValue int) error {
 	now := q.clock.Now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.buckets[tenant]
-	if b == nil {
-		b = &bucket{tokens: float64(l.Burst), last: now}
-		q.buckets[tenant] = b
-	}
+	b := q.bucket(tenant, l, now)
 	b.tokens = min(float64(l.Burst), b.tokens+now.Sub(b.last).Seconds()*l.WritesPerSecond)
 	b.last = now
 	if b.tokens < float64(writes) {
@@ -98,4 +115,31 @@ func (q *Quotas) AllowWrite(key string, writes, maxValue int) error {
 	}
 	b.tokens -= float64(writes)
 	return nil
+}
+
+// bucket returns tenant's bucket, most recently seen from now on. First it drops
+// the least recently seen buckets that have refilled by now (each bucket is
+// dropped at most once, so this costs O(1) per call on average), and the least
+// recently seen one when MaxTenants are held and tenant has none.
+func (q *Quotas) bucket(tenant string, l Limits, now time.Time) *bucket {
+	for e := q.recent.Back(); e != nil && e.Value.(*bucket).full(now); e = q.recent.Back() {
+		q.drop(e)
+	}
+	if e, ok := q.buckets[tenant]; ok {
+		q.recent.MoveToFront(e)
+		b := e.Value.(*bucket)
+		b.limits = l
+		return b
+	}
+	if len(q.buckets) >= q.cfg.MaxTenants {
+		q.drop(q.recent.Back())
+	}
+	b := &bucket{tenant: tenant, limits: l, tokens: float64(l.Burst), last: now}
+	q.buckets[tenant] = q.recent.PushFront(b)
+	return b
+}
+
+func (q *Quotas) drop(e *list.Element) {
+	q.recent.Remove(e)
+	delete(q.buckets, e.Value.(*bucket).tenant)
 }

@@ -2,6 +2,7 @@ package coord
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -68,5 +69,58 @@ func TestQuotaRate(t *testing.T) {
 	}
 	if allowed != 20 {
 		t.Fatalf("after 100ms allowed %d, want 20", allowed)
+	}
+}
+
+// The per-tenant buckets do not grow without bound: a bucket that has refilled is
+// the same as no bucket, so it is dropped; and however many tenants write at once,
+// at most QuotaConfig.MaxTenants buckets are held (the least recently seen goes).
+func TestQuotaBucketsAreBounded(t *testing.T) {
+	c := &stepClock{now: time.Unix(0, 0)}
+	q := NewQuotas(QuotaConfig{Clock: c})
+	const tenants = 3 * DefaultMaxTenants
+	for i := range tenants {
+		if err := q.AllowWrite("/tenants/t"+strconv.Itoa(i)+"/locks/x", 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(q.buckets); n > DefaultMaxTenants {
+		t.Fatalf("%d tenants wrote at one instant: %d buckets held, want at most %d", tenants, n, DefaultMaxTenants)
+	}
+	// One second later every bucket has refilled (burst 200 at 200/s): a few more
+	// writes sweep them out.
+	c.advance(time.Second)
+	for i := range 64 {
+		if err := q.AllowWrite("/tenants/late"+strconv.Itoa(i)+"/locks/x", 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(q.buckets); n > 64+2*64 {
+		t.Fatalf("after every idle bucket refilled: %d buckets held, want only the recent writers'", n)
+	}
+}
+
+// Dropping buckets never loosens a limit while there is room: a drained tenant
+// stays throttled however many other tenants come and go.
+func TestQuotaDrainedTenantStaysThrottled(t *testing.T) {
+	c := &stepClock{now: time.Unix(0, 0)}
+	q := NewQuotas(QuotaConfig{Clock: c, MaxTenants: 100})
+	for q.AllowWrite("/tenants/hot/locks/x", 1, 0) == nil {
+	}
+	for round := range 50 {
+		c.advance(10 * time.Millisecond) // hot refills 2 writes per 10 ms; spend them
+		for i := range 90 {
+			_ = q.AllowWrite("/tenants/churn"+strconv.Itoa(round*90+i)+"/locks/x", 1, 0)
+		}
+		allowed := 0
+		for q.AllowWrite("/tenants/hot/locks/x", 1, 0) == nil {
+			allowed++
+		}
+		if allowed > 2 {
+			t.Fatalf("round %d: the drained tenant got %d writes in 10 ms, want at most 2 (200/s)", round, allowed)
+		}
+	}
+	if n := len(q.buckets); n > 100 {
+		t.Fatalf("%d buckets held, want at most MaxTenants 100", n)
 	}
 }
