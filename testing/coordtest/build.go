@@ -4,12 +4,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
+
+// buildLog is where Build announces a build: stderr, so that a test waiting for
+// it does not look hung (tests of Build swap it).
+var buildLog io.Writer = os.Stderr
 
 // builds memoises Build within one test binary: building the etcd server takes
 // seconds even from the build cache, and every cluster test needs it.
@@ -25,7 +32,8 @@ type buildResult struct {
 // Build compiles the main package at importPath with the go command and returns the
 // binary's path. The result is memoised for the life of the test binary and lives
 // in a directory under os.TempDir() shared by concurrent test processes (written to
-// a temporary name, then renamed).
+// a temporary name, then renamed). The first call for importPath says on stderr
+// that it is building, and when it is done.
 func Build(t testing.TB, importPath string) string {
 	t.Helper()
 	v, _ := builds.LoadOrStore(importPath, &buildResult{})
@@ -43,8 +51,20 @@ func Build(t testing.TB, importPath string) string {
 			return
 		}
 		tmp.Close()
+		hint := ""
+		if importPath == etcdBinPkg {
+			hint = "; COORD_TEST_ETCD_BIN=/path/to/etcd skips it"
+		}
+		fmt.Fprintf(buildLog, "coordtest: building %s with go build, once per test binary (seconds from the build cache, a minute or more cold%s)\n", importPath, hint)
+		start := time.Now()
 		cmd := exec.Command("go", "build", "-o", tmp.Name(), importPath)
 		r.out, r.err = cmd.CombinedOutput()
+		took := time.Since(start).Round(time.Millisecond)
+		if r.err != nil {
+			fmt.Fprintf(buildLog, "coordtest: go build %s failed after %v\n", importPath, took)
+		} else {
+			fmt.Fprintf(buildLog, "coordtest: built %s in %v\n", importPath, took)
+		}
 		if r.err == nil {
 			r.err = os.Rename(tmp.Name(), r.path)
 		} else {

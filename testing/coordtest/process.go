@@ -167,6 +167,14 @@ func (p *Process) Output() string { return p.out.String() }
 // fails the test.
 func (p *Process) WaitOutput(t testing.TB, substr string, timeout time.Duration) {
 	t.Helper()
+	if err := p.waitOutput(substr, timeout); err != nil {
+		t.Fatalf("coordtest: %v", err)
+	}
+}
+
+// waitOutput waits until the current run of the process has written substr, and
+// says why not: the process exited, or timeout passed.
+func (p *Process) waitOutput(substr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	p.mu.Lock()
 	mark := p.mark
@@ -174,14 +182,15 @@ func (p *Process) WaitOutput(t testing.TB, substr string, timeout time.Duration)
 	for !bytes.Contains(p.out.Bytes()[mark:], []byte(substr)) {
 		select {
 		case <-p.Exited():
-			t.Fatalf("coordtest: %s exited before printing %q:\n%s", p.name, substr, p.Output())
+			return fmt.Errorf("%s exited before printing %q:\n%s", p.name, substr, p.Output())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("coordtest: %s did not print %q within %v:\n%s", p.name, substr, timeout, p.Output())
+			return fmt.Errorf("%s did not print %q within %v:\n%s", p.name, substr, timeout, p.Output())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return nil
 }
 
 type lockedBuffer struct {

@@ -1,0 +1,4 @@
+// Command hello is the smallest main package, for the test of Build.
+package main
+
+func main() {}
