@@ -72,7 +72,7 @@ func TestUnknownQueueOutcomeNeverDeletesALiveLease(t *testing.T) {
 
 	second, err := Acquire(ctx, s, "job")
 	close(r.releaseDelete)
-	if err := <-firstErr; err == nil {
+	if err := coordtest.Recv(t, firstErr, 30*time.Second, "the first Acquire returning"); err == nil {
 		t.Fatal("the first Acquire succeeded although its queue txn failed")
 	}
 	if err != nil {

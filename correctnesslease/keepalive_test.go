@@ -105,7 +105,7 @@ func TestStepDownPrecedesExpiry(t *testing.T) {
 					if calls < 15 {
 						t.Fatalf("%s: %d keepalives in 5 TTL", name, calls)
 					}
-					<-s.Done()
+					waitDone(t, s.Done(), ttl, name+": step-down after the cut (fake time)")
 					stepDown := time.Now()
 					sl.mu.Lock()
 					expiry := sl.expiry // includes keepalives in flight at the cut
@@ -148,7 +148,7 @@ func TestFatalKeepaliveErrors(t *testing.T) {
 			s := newSessionState(nil, cfg)
 			start := time.Now()
 			s.start(start)
-			<-s.Done()
+			waitDone(t, s.Done(), cfg.TTL, fmt.Sprintf("%v: step-down (fake time)", fatal))
 			if d := time.Since(start); d != cfg.TTL/3 || calls != 1 {
 				t.Fatalf("%v: lost after %v and %d calls, want at the first keepalive", fatal, d, calls)
 			}
@@ -233,7 +233,7 @@ func TestSlowStartCountsFromGrant(t *testing.T) {
 		granted := time.Now()
 		time.Sleep(1500 * time.Millisecond) // a slow Put of the session key
 		s.start(granted)
-		<-s.Done()
+		waitDone(t, s.Done(), cfg.TTL, "step-down after a slow start (fake time)")
 		if d := time.Since(granted); d != 2*time.Second {
 			t.Fatalf("stepped down %v after the grant was sent, want 2/3 TTL = 2s", d)
 		}

@@ -130,7 +130,7 @@ func TestFIFOAndNoHerd(t *testing.T) {
 	if _, err := cli.Delete(ctx, sessions[2].keyFor(holder.Token().Lease())); err != nil {
 		t.Fatal(err)
 	}
-	g := <-granted
+	g := coordtest.Recv(t, granted, 30*time.Second, "the waiter whose key was deleted returning")
 	if g.i != 2 || !errors.Is(g.err, coord.ErrAuthorityLost) || lossReason(g.err) != coord.LossKeyDeleted {
 		t.Fatalf("waiter whose key was deleted: %d %v", g.i, g.err)
 	}
@@ -156,7 +156,7 @@ func TestFIFOAndNoHerd(t *testing.T) {
 		if err := cur.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		g := <-granted
+		g := coordtest.Recv(t, granted, 30*time.Second, "the next waiter acquiring after a release")
 		if g.err != nil {
 			t.Fatalf("waiter %d: %v", g.i, g.err)
 		}
@@ -242,7 +242,7 @@ func TestCancelWhileWaitingRemovesKey(t *testing.T) {
 	waitKeys(t, cli, prefix, 2)
 	stop := errors.New("operator stop")
 	cancel(stop)
-	err = <-errc
+	err = coordtest.Recv(t, errc, 30*time.Second, "the cancelled Acquire returning")
 	if !errors.Is(err, stop) || lossReason(err) != coord.LossCancelled {
 		t.Fatalf("cancelled Acquire: %v", err)
 	}

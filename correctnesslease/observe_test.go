@@ -49,7 +49,7 @@ func TestObserve(t *testing.T) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lb := <-got
+	lb := coordtest.Recv(t, got, 30*time.Second, "the waiter acquiring after the handoff")
 	if o := next(); o.Key != lb.Key() || o.TokenRevision != lb.Token().Revision() {
 		t.Fatalf("after handoff: %+v", o)
 	}

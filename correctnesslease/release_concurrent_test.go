@@ -38,7 +38,7 @@ func TestConcurrentReleaseReturnsFirstResult(t *testing.T) {
 		t.Fatal("the connection was never blackholed")
 	}
 	second := l.Release(context.Background())
-	err1 := <-first
+	err1 := coordtest.Recv(t, first, 30*time.Second, "the first Release returning")
 	if err1 == nil {
 		t.Fatal("first Release succeeded through a blackholed connection")
 	}

@@ -87,13 +87,13 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 	if e := ev.next(t); e != "elected" {
 		t.Fatal(e)
 	}
-	tok1 := <-work
+	tok1 := coordtest.Recv(t, work, 30*time.Second, "the first term starting")
 
 	// Term 1 ends: key deleted.
 	if _, err := cli.Delete(ctx, s.keyFor(tok1.Lease())); err != nil {
 		t.Fatal(err)
 	}
-	if r := lossReason(<-causes); r != coord.LossKeyDeleted {
+	if r := lossReason(coordtest.Recv(t, causes, 30*time.Second, "the first term ending")); r != coord.LossKeyDeleted {
 		t.Fatalf("work cancelled with %v", r)
 	}
 	if e := ev.next(t); e != "lost:key_deleted" {
@@ -102,7 +102,7 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 	if e := ev.next(t); e != "elected" {
 		t.Fatal(e)
 	}
-	tok2 := <-work
+	tok2 := coordtest.Recv(t, work, 30*time.Second, "the second term starting")
 	if c, _ := tok2.Compare(tok1); c != 1 {
 		t.Fatalf("term 2 token %s not newer than %s", tok2, tok1)
 	}
@@ -112,7 +112,7 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 	failFirst.Lock()
 	failing = true
 	failFirst.Unlock()
-	if r := lossReason(<-causes); r != coord.LossRenewalDeadline {
+	if r := lossReason(coordtest.Recv(t, causes, 30*time.Second, "the second term ending")); r != coord.LossRenewalDeadline {
 		t.Fatalf("work cancelled with %v", r)
 	}
 	if e := ev.next(t); e != "lost:renewal_deadline" {
@@ -121,7 +121,7 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 	if e := ev.next(t); e != "elected" {
 		t.Fatal(e)
 	}
-	tok3 := <-work
+	tok3 := coordtest.Recv(t, work, 30*time.Second, "the third term starting")
 	if c, _ := tok3.Compare(tok2); c != 1 {
 		t.Fatalf("term 3 token %s not newer than %s", tok3, tok2)
 	}
@@ -131,10 +131,10 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 
 	// Cancelling Run's context ends the term and Run.
 	cancel()
-	if r := lossReason(<-causes); r != coord.LossCancelled {
+	if r := lossReason(coordtest.Recv(t, causes, 30*time.Second, "the third term ending")); r != coord.LossCancelled {
 		t.Fatalf("work cancelled with %v", r)
 	}
-	if err := <-runErr; !errors.Is(err, context.Canceled) {
+	if err := coordtest.Recv(t, runErr, 30*time.Second, "Run returning after cancel"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run returned %v", err)
 	}
 	waitKeys(t, cli, tok3.Lease()+"/", 0)
@@ -177,7 +177,7 @@ func TestRunDrainExceeded(t *testing.T) {
 			return nil
 		}, &RunOpts{Drain: 200 * time.Millisecond})
 	}()
-	tok := <-started
+	tok := coordtest.Recv(t, started, 30*time.Second, "the stubborn term starting")
 	if _, err := cli.Delete(ctx, s.keyFor(tok.Lease())); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -67,7 +68,7 @@ func TestCompleterDoesNotCallExternalOfAKeyItLost(t *testing.T) {
 		n, _ := c.RunOnce(ctx)
 		done <- n
 	}()
-	<-enteredK1 // the completer holds both keys and is inside k1's external call
+	coordtest.Recv(t, enteredK1, 30*time.Second, "the completer entering k1's external call") // it holds both keys now
 	time.Sleep(400 * time.Millisecond)
 	// k2's lock expired: a client retry takes it over and finishes it.
 	r, err := s.Run(ctx, k2, fp("x"), op, nil)
@@ -75,7 +76,7 @@ func TestCompleterDoesNotCallExternalOfAKeyItLost(t *testing.T) {
 		t.Fatalf("retry of k2: %+v %v", r, err)
 	}
 	close(blockK1)
-	if n := <-done; n != 1 {
+	if n := coordtest.Recv(t, done, 30*time.Second, "the completer's RunOnce returning"); n != 1 {
 		t.Fatalf("completer completed %d keys, want 1 (k1)", n)
 	}
 	mu.Lock()

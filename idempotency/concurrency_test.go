@@ -129,13 +129,13 @@ func TestPhasedLockLost(t *testing.T) {
 		_, err := s.Run(ctx, key, fp("x"), op, nil)
 		errc <- err
 	}()
-	<-entered
+	coordtest.Recv(t, entered, 30*time.Second, "the first run entering its external phase")
 	time.Sleep(400 * time.Millisecond)
 	if n, err := c.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("completer: %d %v", n, err)
 	}
 	close(release)
-	if err := <-errc; !errors.Is(err, idempotency.ErrLockLost) {
+	if err := coordtest.Recv(t, errc, 30*time.Second, "the first run returning"); !errors.Is(err, idempotency.ErrLockLost) {
 		t.Fatalf("first run: %v, want ErrLockLost", err)
 	}
 	r, err := s.Run(ctx, key, fp("x"), op, nil)

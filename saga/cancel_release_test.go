@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // TestCancelAfterReleasedAttemptCompensatesIt: a runner that stops while a step's
@@ -57,7 +59,7 @@ func TestCancelAfterReleasedAttemptCompensatesIt(t *testing.T) {
 		t.Fatal("charge never ran")
 	}
 	stop()
-	if err := <-done; err != nil {
+	if err := coordtest.Recv(t, done, 30*time.Second, "Run returning after its context was cancelled"); err != nil {
 		t.Fatal(err)
 	}
 	if got := effects(t, e.db.Pool, id); got["charge/action"] != 1 {

@@ -194,7 +194,7 @@ func run(t *testing.T, c *Client) {
 	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := coordtest.Recv(t, done, 30*time.Second, "Run returning after its context was cancelled"); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})

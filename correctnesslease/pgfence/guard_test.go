@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -163,7 +164,7 @@ func TestGuardTxHoldsRowUntilTransactionEnds(t *testing.T) {
 	if err := old.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err := coordtest.Recv(t, done, 30*time.Second, "the newer guard returning after the old transaction committed"); err != nil {
 		t.Fatalf("newer guard after the old transaction committed: %v", err)
 	}
 	// And now the old token is stale.
@@ -190,7 +191,7 @@ func TestGuardTxOlderWaitsThenFails(t *testing.T) {
 	if err := newer.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, coord.ErrStaleToken) {
+	if err := coordtest.Recv(t, done, 30*time.Second, "the older guard returning after the newer committed"); !errors.Is(err, coord.ErrStaleToken) {
 		t.Fatalf("older guard = %v, want stale", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -134,7 +135,7 @@ func TestMigrateConcurrentlyAndInSchema(t *testing.T) {
 		go func() { errs <- g.Migrate(ctx, db.Pool) }()
 	}
 	for range 6 {
-		if err := <-errs; err != nil {
+		if err := coordtest.Recv(t, errs, 60*time.Second, "a concurrent Migrate returning"); err != nil {
 			t.Fatalf("concurrent Migrate: %v", err)
 		}
 	}

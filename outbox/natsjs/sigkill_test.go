@@ -255,7 +255,7 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	stopLocal()
-	<-localDone
+	coordtest.Recv(t, localDone, 30*time.Second, "the local relay's Run returning after cancel")
 	// Every message in the stream settled (late duplicates included).
 	for {
 		info, err := durable.Info(ctx)
@@ -268,7 +268,7 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	stopConsumer()
-	<-consumerDone
+	coordtest.Recv(t, consumerDone, 30*time.Second, "the consumer returning after cancel")
 	db.Pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&effects)
 	processed, dupSkipped := int64(tm.sum(coord.MetricConsumerProcessed)), int64(tm.sum(coord.MetricInboxDuplicates))
 	failures, dropped := int64(tm.sum(coord.MetricConsumerFailures)), int64(tm.sum(coord.MetricConsumerDeadLettered))

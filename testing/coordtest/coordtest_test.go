@@ -150,7 +150,7 @@ func TestFakeClock(t *testing.T) {
 	default:
 	}
 	c.Advance(time.Millisecond)
-	if got := <-t1.C(); !got.Equal(start.Add(time.Second)) {
+	if got := Recv(t, t1.C(), time.Second, "the fake timer firing at its deadline"); !got.Equal(start.Add(time.Second)) {
 		t.Fatalf("fired at %v", got)
 	}
 	if !t2.Stop() || t2.Stop() {
@@ -164,7 +164,7 @@ func TestFakeClock(t *testing.T) {
 	}
 	t2.Reset(time.Second)
 	c.Advance(time.Second)
-	<-t2.C()
+	Recv(t, t2.C(), time.Second, "the reset fake timer firing")
 	if got := c.Now(); !got.Equal(start.Add(time.Hour + 2*time.Second)) {
 		t.Fatalf("now = %v", got)
 	}
