@@ -3,61 +3,104 @@ package outbox
 import (
 	"fmt"
 	"log/slog"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/internal/pgtext"
-	"github.com/jackc/pgx/v5"
+	"github.com/coordkit/coordkit/internal/pgschema"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 )
 
+// Defaults of Config.
+const (
+	DefaultTable           = "coord_outbox"
+	DefaultMaxPayloadBytes = 256 << 10
+	DefaultBatchSize       = 500
+	DefaultPollInterval    = time.Second
+	DefaultMaxAttempts     = 10
+	DefaultPublishTimeout  = 30 * time.Second
+	DefaultRetention       = time.Hour
+	DefaultPruneInterval   = time.Minute
+	DefaultPruneBatch      = 5000
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// Names derived from Config.Table (and, for its index, Config.DeadLetterTable).
+var (
+	deadLetterTable = pgschema.Derived{Suffix: "_parked", What: "dead-letter table"}
+	readyChannel    = pgschema.Derived{Suffix: "_ready", What: "NOTIFY channel"}
+	pendingIdx      = pgschema.Derived{Suffix: "_pending", What: "index"}
+	keyIdx          = pgschema.Derived{Suffix: "_key", What: "index"}
+	retryIdx        = pgschema.Derived{Suffix: "_retry", What: "index"}
+	publishedIdx    = pgschema.Derived{Suffix: "_published", What: "index"}
+	// The dead-letter table's own index; derived from Table too when
+	// DeadLetterTable is left to its default.
+	deadKeyIdx = pgschema.Derived{Suffix: "_parked_key", What: "dead-letter index"}
+)
+
+// Bounds of Config.
+const (
+	maxBatchSize = 10000
+	minPoll      = time.Millisecond
+)
+
 // Config configures an Outbox and its relays. The zero value is usable: every field
 // states its default.
 type Config struct {
-	// Table is the outbox table, optionally schema-qualified ("events.outbox").
-	// Each part: a letter or underscore, then letters, digits or underscores, at most
-	// 40 bytes. Always quoted. Default "coord_outbox".
+	// Schema holds the outbox and dead-letter tables. Default "": the connection's
+	// search_path.
+	Schema string
+	// Table is the outbox table. Default DefaultTable. Any printable UTF-8 without
+	// '.' of at most 63 bytes, together with the names derived from it (indexes
+	// Table + "_pending", "_key", "_retry", "_published"; unless set explicitly,
+	// the dead-letter table Table + "_parked" with its index Table + "_parked_key",
+	// and the channel Table + "_ready"); always quoted.
 	Table string
-	// DeadLetterTable holds parked events. Same rules. Default Table + "_parked".
+	// DeadLetterTable holds parked events, in Schema. Same rule, with its index
+	// DeadLetterTable + "_key". Default Table + "_parked".
 	DeadLetterTable string
-	// Channel is the LISTEN/NOTIFY channel EnqueueTx notifies. Default Table's name
-	// + "_ready" (schema dots replaced by underscores).
+	// Channel is the LISTEN/NOTIFY channel EnqueueTx notifies. Same rule. Default
+	// Table + "_ready". Channels are per database, not per schema: two outboxes of
+	// one table name in two schemas share one (a relay then wakes for the other's
+	// events too, and finds nothing: harmless).
 	Channel string
 	// DisableNotify stops EnqueueTx from issuing pg_notify (relays then rely on
 	// polling only). Default false: NOTIFY is sent, in the enqueuing transaction.
 	DisableNotify bool
-	// MaxPayloadBytes bounds a payload. Default 256 KiB; negative: no limit.
+	// MaxPayloadBytes bounds a payload. Default DefaultMaxPayloadBytes (256 KiB);
+	// negative: no limit.
 	MaxPayloadBytes int
 
-	// BatchSize is how many events a relay claims and publishes per transaction.
-	// Default 500.
+	// BatchSize is how many events a relay claims and publishes per transaction,
+	// in [1, 10000]. Default DefaultBatchSize (500).
 	BatchSize int
 	// PollInterval is the polling fallback when no NOTIFY arrives (poolers in
-	// transaction mode drop them). Default 1 s.
+	// transaction mode drop them); at least 1 ms. Default DefaultPollInterval (1 s).
 	PollInterval time.Duration
-	// MaxAttempts is how many failed publishes park an event. Default 10.
+	// MaxAttempts is how many failed publishes park an event. Default
+	// DefaultMaxAttempts (10).
 	MaxAttempts int
 	// Backoff schedules retries of a failed event (full jitter). Default
-	// coord.Backoff{Base: 100 ms, Cap: 30 s}.
+	// coord.Backoff{}: coord.DefaultBackoffBase (100 ms) to coord.DefaultBackoffCap
+	// (30 s).
 	Backoff coord.Backoff
-	// PublishTimeout bounds one Publish call. Default 30 s.
+	// PublishTimeout bounds one Publish call. Default DefaultPublishTimeout (30 s).
 	PublishTimeout time.Duration
 	// DeleteOnPublish deletes rows once published instead of setting
 	// published_at. Default false (mark, then prune after Retention).
 	DeleteOnPublish bool
 	// Retention is how long published rows are kept before pruning (mark mode).
-	// Default 1 h.
+	// Default DefaultRetention (1 h).
 	Retention time.Duration
-	// PruneInterval is how often a relay prunes. Default 1 min.
+	// PruneInterval is how often a relay prunes. Default DefaultPruneInterval
+	// (1 min).
 	PruneInterval time.Duration
-	// PruneBatch bounds the rows one prune statement deletes. Default 5000.
+	// PruneBatch bounds the rows one prune statement deletes. Default
+	// DefaultPruneBatch (5000).
 	PruneBatch int
 	// ShutdownTimeout bounds the finishing of the in-flight batch after Run's
-	// context is cancelled. Default 10 s.
+	// context is cancelled. Default DefaultShutdownTimeout (10 s).
 	ShutdownTimeout time.Duration
 
 	// Logger receives relay events. Default slog.Default().
@@ -69,62 +112,42 @@ type Config struct {
 	Propagator propagation.TextMapPropagator
 }
 
-var (
-	namePart    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
-	channelName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-)
-
-// tableIdent validates a possibly schema-qualified name and returns it as a
-// pgx.Identifier.
-func tableIdent(field, name string) (pgx.Identifier, error) {
-	parts := strings.Split(name, ".")
-	if len(parts) > 2 {
-		return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q: at most schema.table", pgtext.Clean(name, quoted))}
-	}
-	for _, p := range parts {
-		if !namePart.MatchString(p) {
-			return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("%q: each part must match %s", pgtext.Clean(name, quoted), namePart)}
-		}
-	}
-	return pgx.Identifier(parts), nil
-}
-
 func (c Config) withDefaults() Config {
 	if c.Table == "" {
-		c.Table = "coord_outbox"
+		c.Table = DefaultTable
 	}
 	if c.DeadLetterTable == "" {
-		c.DeadLetterTable = c.Table + "_parked"
+		c.DeadLetterTable = c.Table + deadLetterTable.Suffix
 	}
 	if c.Channel == "" {
-		c.Channel = strings.ReplaceAll(c.Table, ".", "_") + "_ready"
+		c.Channel = c.Table + readyChannel.Suffix
 	}
 	if c.MaxPayloadBytes == 0 {
-		c.MaxPayloadBytes = 256 << 10
+		c.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = 500
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 10
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.PublishTimeout == 0 {
-		c.PublishTimeout = 30 * time.Second
+		c.PublishTimeout = DefaultPublishTimeout
 	}
 	if c.Retention == 0 {
-		c.Retention = time.Hour
+		c.Retention = DefaultRetention
 	}
 	if c.PruneInterval == 0 {
-		c.PruneInterval = time.Minute
+		c.PruneInterval = DefaultPruneInterval
 	}
 	if c.PruneBatch == 0 {
-		c.PruneBatch = 5000
+		c.PruneBatch = DefaultPruneBatch
 	}
 	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 10 * time.Second
+		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -138,31 +161,50 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate checks a defaulted Config.
+// validate checks a Config after withDefaults. Errors are *ConfigError. A name
+// derived from Table is checked under Table — the field the caller set — so a
+// long Table is reported as such, not as a dead-letter table or channel the
+// caller never named.
 func (c Config) validate() error {
-	if _, err := tableIdent("Table", c.Table); err != nil {
-		return err
+	if c.Schema != "" {
+		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
+			return nameError(ne)
+		}
 	}
-	if _, err := tableIdent("DeadLetterTable", c.DeadLetterTable); err != nil {
-		return err
+	fromTable := []pgschema.Derived{pendingIdx, keyIdx, retryIdx, publishedIdx}
+	if c.DeadLetterTable == c.Table+deadLetterTable.Suffix {
+		fromTable = append(fromTable, deadLetterTable, deadKeyIdx)
+	} else if ne := pgschema.CheckIdent("DeadLetterTable", c.DeadLetterTable, keyIdx); ne != nil {
+		return nameError(ne)
 	}
-	if c.Table == c.DeadLetterTable {
-		return &ConfigError{Field: "DeadLetterTable", Reason: "must differ from Table"}
+	if c.Channel == c.Table+readyChannel.Suffix {
+		fromTable = append(fromTable, readyChannel)
+	} else if ne := pgschema.CheckIdent("Channel", c.Channel); ne != nil {
+		return nameError(ne)
 	}
-	if !channelName.MatchString(c.Channel) {
-		return &ConfigError{Field: "Channel", Reason: fmt.Sprintf("%q: letters, digits, underscores", pgtext.Clean(c.Channel, quoted))}
+	if ne := pgschema.CheckIdent("Table", c.Table, fromTable...); ne != nil {
+		return nameError(ne)
 	}
+	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
 	switch {
-	case c.BatchSize < 1 || c.BatchSize > 10000:
-		return &ConfigError{Field: "BatchSize", Reason: "must be in [1, 10000]"}
-	case c.PollInterval < time.Millisecond:
-		return &ConfigError{Field: "PollInterval", Reason: "must be ≥ 1 ms"}
+	case c.Table == c.DeadLetterTable:
+		return bad("DeadLetterTable", "must differ from Table")
+	case c.BatchSize < 1 || c.BatchSize > maxBatchSize:
+		return bad("BatchSize", fmt.Sprintf("%d outside [1, %d]", c.BatchSize, maxBatchSize))
+	case c.PollInterval < minPoll:
+		return bad("PollInterval", fmt.Sprintf("%v below %v", c.PollInterval, minPoll))
 	case c.MaxAttempts < 1:
-		return &ConfigError{Field: "MaxAttempts", Reason: "must be ≥ 1"}
-	case c.PublishTimeout <= 0, c.Retention < 0, c.PruneInterval <= 0, c.ShutdownTimeout <= 0:
-		return &ConfigError{Field: "durations", Reason: "must be positive"}
+		return bad("MaxAttempts", "below 1")
+	case c.PublishTimeout <= 0:
+		return bad("PublishTimeout", "must be positive")
+	case c.Retention < 0:
+		return bad("Retention", "negative")
+	case c.PruneInterval <= 0:
+		return bad("PruneInterval", "must be positive")
+	case c.ShutdownTimeout <= 0:
+		return bad("ShutdownTimeout", "must be positive")
 	case c.PruneBatch < 1:
-		return &ConfigError{Field: "PruneBatch", Reason: "must be ≥ 1"}
+		return bad("PruneBatch", "below 1")
 	}
 	return nil
 }

@@ -3,8 +3,10 @@ package outbox
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/sentinel"
 )
 
@@ -60,10 +62,13 @@ func (e *EventError) Is(target error) bool { return target == ErrInvalidEvent }
 // Unwrap returns the specific sentinel.
 func (e *EventError) Unwrap() error { return e.Err }
 
-// ConfigError reports an invalid configuration value. It matches ErrInvalidConfig.
+// ConfigError reports an invalid Config, InboxConfig or ConsumerConfig field (or
+// argument). It matches ErrInvalidConfig and, for an invalid table, schema or
+// channel name, unwraps to the *coord.NameError.
 type ConfigError struct {
-	Field  string
-	Reason string
+	Field  string // the field the caller set, e.g. "Table"
+	Reason string // what is wrong with it
+	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
 }
 
 // Error describes the invalid field and why.
@@ -73,6 +78,14 @@ func (e *ConfigError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidConfig) true.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// nameError reports an invalid identifier as the ConfigError of its field.
+func nameError(ne *coord.NameError) *ConfigError {
+	return &ConfigError{Field: ne.Field, Reason: strconv.Quote(ne.Value) + ": " + ne.Reason, Err: ne}
+}
 
 // quoted bounds an offending value quoted in an error message: storable, cut on a
 // rune boundary.

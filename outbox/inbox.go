@@ -15,17 +15,31 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
+// Defaults of InboxConfig.
+const (
+	DefaultInboxTable      = "coord_inbox"
+	DefaultInboxRetention  = 7 * 24 * time.Hour
+	DefaultInboxPruneBatch = 5000
+)
+
+// processedIdx is the inbox table's index, named after InboxConfig.Table.
+var processedIdx = pgschema.Derived{Suffix: "_processed", What: "index"}
+
 // InboxConfig configures an Inbox. Every field states its default.
 type InboxConfig struct {
-	// Table is the inbox table, optionally schema-qualified; same rules as
-	// Config.Table. Default "coord_inbox".
+	// Schema holds the inbox table. Default "": the connection's search_path.
+	Schema string
+	// Table is the inbox table. Default DefaultInboxTable. Same rule as
+	// Config.Table, with its index Table + "_processed".
 	Table string
 	// Retention is how long processed event ids are remembered. It must exceed the
 	// producer's redelivery horizon: the longest time after which an event can be
 	// delivered again (relay retries until parking, a requeue after an operator's
-	// fix, broker retention and consumer replays). Default 7 days.
+	// fix, broker retention and consumer replays). Default DefaultInboxRetention
+	// (7 days).
 	Retention time.Duration
-	// PruneBatch bounds the rows one prune statement deletes. Default 5000.
+	// PruneBatch bounds the rows one prune statement deletes. Default
+	// DefaultInboxPruneBatch (5000).
 	PruneBatch int
 	// MeterProvider provides the duplicates counter. Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
@@ -42,36 +56,57 @@ type Inbox struct {
 
 var consumerName = regexp.MustCompile(`^[\x21-\x7e]{1,200}$`)
 
-// NewInbox validates cfg and returns an Inbox. It does not touch the database.
+func (c InboxConfig) withDefaults() InboxConfig {
+	if c.Table == "" {
+		c.Table = DefaultInboxTable
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultInboxRetention
+	}
+	if c.PruneBatch == 0 {
+		c.PruneBatch = DefaultInboxPruneBatch
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
+	}
+	return c
+}
+
+// validate checks an InboxConfig after withDefaults. Errors are *ConfigError.
+func (c InboxConfig) validate() error {
+	if c.Schema != "" {
+		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
+			return nameError(ne)
+		}
+	}
+	if ne := pgschema.CheckIdent("Table", c.Table, processedIdx); ne != nil {
+		return nameError(ne)
+	}
+	switch {
+	case c.Retention < 0:
+		return &ConfigError{Field: "Retention", Reason: "negative"}
+	case c.PruneBatch < 1:
+		return &ConfigError{Field: "PruneBatch", Reason: "below 1"}
+	}
+	return nil
+}
+
+// NewInbox validates cfg and returns an Inbox, or a *ConfigError. It does not
+// touch the database.
 func NewInbox(cfg InboxConfig) (*Inbox, error) {
-	if cfg.Table == "" {
-		cfg.Table = "coord_inbox"
-	}
-	if cfg.Retention == 0 {
-		cfg.Retention = 7 * 24 * time.Hour
-	}
-	if cfg.PruneBatch == 0 {
-		cfg.PruneBatch = 5000
-	}
-	if cfg.MeterProvider == nil {
-		cfg.MeterProvider = otel.GetMeterProvider()
-	}
-	t, err := tableIdent("Table", cfg.Table)
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Retention < 0 || cfg.PruneBatch < 1 {
-		return nil, &ConfigError{Field: "Retention/PruneBatch", Reason: "must be positive"}
 	}
 	m, err := newMetrics(cfg.MeterProvider, false)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: inbox metrics: %w", err)
 	}
-	schema, err := inboxComponent(t)
+	schema, err := inboxComponent(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Inbox{cfg: cfg, table: t.Sanitize(), m: m, schema: schema}, nil
+	return &Inbox{cfg: cfg, table: pgschema.Qualified(cfg.Schema, cfg.Table), m: m, schema: schema}, nil
 }
 
 // ProcessTx runs fn in tx unless consumer already processed eventID: it records

@@ -18,43 +18,34 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// outboxComponent is the versioned schema of the outbox table t and its
-// dead-letter table d.
-func outboxComponent(t, d pgx.Identifier) (pgschema.Component, error) {
-	base, dbase := t[len(t)-1], d[len(d)-1]
+// outboxComponent is the versioned schema of the outbox table and its
+// dead-letter table.
+func outboxComponent(cfg Config) (pgschema.Component, error) {
 	ms, err := pgschema.Load(migrations, "migrations/outbox", map[string]string{
-		"table":         t.Sanitize(),
-		"dead":          d.Sanitize(),
-		"idx_pending":   pgschema.Quoted(base + "_pending"),
-		"idx_key":       pgschema.Quoted(base + "_key"),
-		"idx_retry":     pgschema.Quoted(base + "_retry"),
-		"idx_published": pgschema.Quoted(base + "_published"),
-		"idx_dead_key":  pgschema.Quoted(dbase + "_key"),
+		"table":         pgschema.Qualified(cfg.Schema, cfg.Table),
+		"dead":          pgschema.Qualified(cfg.Schema, cfg.DeadLetterTable),
+		"idx_pending":   pgschema.Quoted(cfg.Table + pendingIdx.Suffix),
+		"idx_key":       pgschema.Quoted(cfg.Table + keyIdx.Suffix),
+		"idx_retry":     pgschema.Quoted(cfg.Table + retryIdx.Suffix),
+		"idx_published": pgschema.Quoted(cfg.Table + publishedIdx.Suffix),
+		"idx_dead_key":  pgschema.Quoted(cfg.DeadLetterTable + keyIdx.Suffix),
 	})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("outbox: %w", err)
 	}
-	return pgschema.Component{Kind: "outbox", Schema: schemaOf(t), Name: base, Migrations: ms}, nil
+	return pgschema.Component{Kind: "outbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
-// inboxComponent is the versioned schema of the inbox table t.
-func inboxComponent(t pgx.Identifier) (pgschema.Component, error) {
-	base := t[len(t)-1]
+// inboxComponent is the versioned schema of the inbox table.
+func inboxComponent(cfg InboxConfig) (pgschema.Component, error) {
 	ms, err := pgschema.Load(migrations, "migrations/inbox", map[string]string{
-		"table":         t.Sanitize(),
-		"idx_processed": pgschema.Quoted(base + "_processed"),
+		"table":         pgschema.Qualified(cfg.Schema, cfg.Table),
+		"idx_processed": pgschema.Quoted(cfg.Table + processedIdx.Suffix),
 	})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("outbox: inbox: %w", err)
 	}
-	return pgschema.Component{Kind: "inbox", Schema: schemaOf(t), Name: base, Migrations: ms}, nil
-}
-
-func schemaOf(t pgx.Identifier) string {
-	if len(t) == 2 {
-		return t[0]
-	}
-	return ""
+	return pgschema.Component{Kind: "inbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // Migrate brings the outbox and dead-letter tables and their indexes to the newest

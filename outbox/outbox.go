@@ -40,27 +40,24 @@ type Outbox struct {
 	schema       pgschema.Component
 }
 
-// New validates cfg (after defaults) and returns an Outbox. It returns an error
-// matching ErrInvalidConfig for a bad table name or value. It does not touch the
+// New validates cfg (after defaults) and returns an Outbox. It returns a
+// *ConfigError (ErrInvalidConfig) for a bad name or value. It does not touch the
 // database.
 func New(cfg Config) (*Outbox, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	t, _ := tableIdent("Table", cfg.Table)
-	d, _ := tableIdent("DeadLetterTable", cfg.DeadLetterTable)
-	// Lock classes come from the table's own name, without its schema: "ob" and
-	// "app.ob" may name the same table and must take the same locks (two tables
-	// of one name in two schemas then merely share lock slots).
-	name := t[len(t)-1]
+	// Lock classes come from the table's own name, without its schema: a table
+	// named with and without its Schema must take the same locks (two tables of
+	// one name in two schemas then merely share lock slots).
 	o := &Outbox{
 		cfg:          cfg,
-		table:        t.Sanitize(),
-		dead:         d.Sanitize(),
-		channel:      pgx.Identifier{cfg.Channel}.Sanitize(),
-		enqueueClass: lockClass(name + ":enqueue"),
-		relayClass:   lockClass(name + ":relay"),
+		table:        pgschema.Qualified(cfg.Schema, cfg.Table),
+		dead:         pgschema.Qualified(cfg.Schema, cfg.DeadLetterTable),
+		channel:      pgschema.Quoted(cfg.Channel),
+		enqueueClass: lockClass(cfg.Table + ":enqueue"),
+		relayClass:   lockClass(cfg.Table + ":relay"),
 	}
 	m, err := newMetrics(cfg.MeterProvider, true)
 	if err != nil {
@@ -68,7 +65,7 @@ func New(cfg Config) (*Outbox, error) {
 	}
 	o.m = m
 	o.sql = buildStatements(o.table, o.dead)
-	if o.schema, err = outboxComponent(t, d); err != nil {
+	if o.schema, err = outboxComponent(cfg); err != nil {
 		return nil, err
 	}
 	return o, nil

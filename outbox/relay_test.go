@@ -332,12 +332,12 @@ func TestOnlyTheHeadOfAFailingKeyParks(t *testing.T) {
 }
 
 // The per-key enqueue lock must not depend on how the table is spelled: a
-// service configured with "ob" and one with "<schema>.ob" write the same table,
+// service configured with "ob" and one with Schema "<schema>" and "ob" write the same table,
 // so their enqueues of one key must serialize (or rows of a key could commit out
 // of seq order and be published out of order).
 func TestEnqueueLockIgnoresTheSchemaSpelling(t *testing.T) {
 	db, plain := setup(t, outbox.Config{Table: "ob"})
-	qualified := newOutbox(t, db.Pool, outbox.Config{Table: db.Schema + ".ob"})
+	qualified := newOutbox(t, db.Pool, outbox.Config{Schema: db.Schema, Table: "ob"})
 	ctx := context.Background()
 	tx1, err := db.Pool.Begin(ctx)
 	if err != nil {

@@ -64,25 +64,56 @@ func TestEnqueueRejectsPoisonWithTypedErrors(t *testing.T) {
 	}
 }
 
-func TestHostileTableNamesRejected(t *testing.T) {
-	for _, name := range []string{`x"; DROP TABLE y; --`, "a b", "1abc", "a.b.c", strings.Repeat("a", 41), "ünï", ""} {
-		cfg := outbox.Config{Table: name}
-		if name == "" {
-			cfg = outbox.Config{Table: "ok", DeadLetterTable: "ok"}
-		}
-		if _, err := outbox.New(cfg); !errors.Is(err, outbox.ErrInvalidConfig) {
-			t.Errorf("%q: got %v, want ErrInvalidConfig", name, err)
-		}
-		if _, err := outbox.NewInbox(outbox.InboxConfig{Table: name}); name != "" && !errors.Is(err, outbox.ErrInvalidConfig) {
-			t.Errorf("inbox %q: got %v", name, err)
+// The one identifier rule: any printable name without '.' is quoted, never
+// interpreted; a name over 63 bytes — itself or any name derived from it — is a
+// *ConfigError naming the field the caller set.
+func TestTableNames(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("a", n) }
+	for _, tc := range []struct {
+		cfg   outbox.Config
+		field string // "" when valid
+	}{
+		{outbox.Config{Table: `x"; DROP TABLE y; --`}, ""},
+		{outbox.Config{Table: "ünï code"}, ""},
+		{outbox.Config{Table: long(52)}, ""}, // + "_parked_key" = 63
+		// 34 to 40 bytes used to fail on the derived dead-letter table, and a long
+		// schema.table on a channel the caller never named.
+		{outbox.Config{Table: long(53)}, "Table"},
+		{outbox.Config{Schema: long(63), Table: long(40)}, ""},
+		{outbox.Config{Table: long(53), DeadLetterTable: "dl", Channel: "ch"}, ""},
+		{outbox.Config{Table: long(58), DeadLetterTable: "dl", Channel: "ch"}, "Table"}, // + "_published"
+		{outbox.Config{Table: "t", DeadLetterTable: long(60)}, "DeadLetterTable"},       // + "_key"
+		{outbox.Config{Table: "t", Channel: long(64)}, "Channel"},
+		{outbox.Config{Table: "app.ob"}, "Table"},
+		{outbox.Config{Schema: "s\x00"}, "Schema"},
+		{outbox.Config{Table: "ok", DeadLetterTable: "ok"}, "DeadLetterTable"},
+	} {
+		_, err := outbox.New(tc.cfg)
+		var ce *outbox.ConfigError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%q/%q: %v, want it accepted", tc.cfg.Schema, tc.cfg.Table, err)
+		case tc.field != "" && (!errors.Is(err, outbox.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != tc.field):
+			t.Errorf("%q/%q: %v, want a *ConfigError for %s", tc.cfg.Schema, tc.cfg.Table, err, tc.field)
 		}
 	}
-	// A schema-qualified, mixed-case name is quoted, not folded.
+	for table, bad := range map[string]bool{long(53): false, long(54): true, "a.b": true, "\n": true} {
+		_, err := outbox.NewInbox(outbox.InboxConfig{Table: table})
+		if bad != errors.Is(err, outbox.ErrInvalidConfig) {
+			t.Errorf("inbox %q: %v, want refused: %v", table, err, bad)
+		}
+	}
+	// A schema-qualified, mixed-case, hostile name is quoted, not folded: both
+	// tables and every statement use it literally.
 	db := coordtest.Postgres(t)
-	ob := newOutbox(t, db.Pool, outbox.Config{Table: db.Schema + ".Mixed_Case"})
+	const hostile = `Mixed "Case"; --`
+	ob := newOutbox(t, db.Pool, outbox.Config{Schema: db.Schema, Table: hostile})
 	enqueue(t, db.Pool, ob, ev("k", 0))
-	if n := count(t, db.Pool, `SELECT count(*) FROM "Mixed_Case"`); n != 1 {
+	if n := count(t, db.Pool, `SELECT count(*) FROM "Mixed ""Case""; --"`); n != 1 {
 		t.Fatalf("rows = %d", n)
+	}
+	if n := count(t, db.Pool, `SELECT count(*) FROM "Mixed ""Case""; --_parked"`); n != 0 {
+		t.Fatalf("parked rows = %d", n)
 	}
 }
 

@@ -99,7 +99,7 @@ func (f *groupFixture) produce(keys []string, from, to, dupEvery int) {
 		f.t.Fatal(err)
 	}
 	defer cl.Close()
-	pub := kafka.New(cl, nil)
+	pub := newPublisher(f.t, cl, kafka.Config{})
 	var recs []*kgo.Record
 	i := 0
 	for n := from; n < to; n++ {
@@ -377,7 +377,7 @@ func TestKafkaFailsFastOnMissingTopic(t *testing.T) {
 	if err := ob.Migrate(ctx, f.db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := ob.NewRelay(f.db.Pool, kafka.New(prod, &kafka.Options{Topics: []string{"orders", "no-such-topic"}}))
+	r, _ := ob.NewRelay(f.db.Pool, newPublisher(t, prod, kafka.Config{Topics: []string{"orders", "no-such-topic"}}))
 	if err := r.Run(ctx); !errors.Is(err, outbox.ErrNoDestination) || !strings.Contains(err.Error(), `"no-such-topic"`) {
 		t.Fatalf("relay Run = %v, want ErrNoDestination naming no-such-topic", err)
 	}

@@ -79,7 +79,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer producer.Close()
-	relay, _ := ob.NewRelay(pool, kafka.New(producer, &kafka.Options{Topics: []string{"orders"}})) // checked at start
+	pub, err := kafka.New(producer, kafka.Config{Topics: []string{"orders"}}) // checked at start
+	if err != nil {
+		log.Fatal(err)
+	}
+	relay, _ := ob.NewRelay(pool, pub)
 	rctx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan error)
 	go func() { relayDone <- relay.Run(rctx) }()

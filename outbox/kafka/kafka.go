@@ -23,14 +23,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Options configures a Publisher; nil means all defaults.
-type Options struct {
+// Config configures a Publisher. The zero value is valid.
+type Config struct {
 	// Topic maps an event to a Kafka topic. Default: the event's Topic
 	// (aggregatetype).
 	Topic func(m outbox.Message) string
 	// Topics lists topics the relay will publish to (after Topic); Check
 	// verifies, when the relay starts, that each exists. Default none.
 	Topics []string
+}
+
+func (c Config) withDefaults() Config {
+	if c.Topic == nil {
+		c.Topic = func(m outbox.Message) string { return m.Topic }
+	}
+	return c
 }
 
 // Publisher is an outbox.Publisher over a *kgo.Client. Safe for concurrent use.
@@ -41,16 +48,14 @@ type Publisher struct {
 }
 
 // New returns a Publisher producing through client, which the caller configures
-// (seed brokers, acks; keep idempotent writes enabled) and closes.
-func New(client *kgo.Client, opts *Options) *Publisher {
-	p := &Publisher{client: client, topic: func(m outbox.Message) string { return m.Topic }}
-	if opts != nil && opts.Topic != nil {
-		p.topic = opts.Topic
+// (seed brokers, acks; keep idempotent writes enabled) and closes. A nil client
+// is an *outbox.ConfigError. No I/O.
+func New(client *kgo.Client, cfg Config) (*Publisher, error) {
+	if client == nil {
+		return nil, &outbox.ConfigError{Field: "client", Reason: "nil *kgo.Client"}
 	}
-	if opts != nil {
-		p.topics = opts.Topics
-	}
-	return p
+	cfg = cfg.withDefaults() // every Config is valid
+	return &Publisher{client: client, topic: cfg.Topic, topics: cfg.Topics}, nil
 }
 
 // Record builds the Kafka record for m.

@@ -66,7 +66,7 @@ func TestKafkaPublisherAgainstKfake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := kafka.New(prod, nil)
+	pub := newPublisher(t, prod, kafka.Config{})
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	var relays []*outbox.Relay
@@ -136,4 +136,14 @@ func TestKafkaPublisherAgainstKfake(t *testing.T) {
 		}
 	}
 	t.Logf("received %d distinct events in order; relays that published: %d", len(seen), busy)
+}
+
+// newPublisher is kafka.New, failing the test on its error.
+func newPublisher(t testing.TB, cl *kgo.Client, cfg kafka.Config) *kafka.Publisher {
+	t.Helper()
+	p, err := kafka.New(cl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

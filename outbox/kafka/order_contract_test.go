@@ -29,7 +29,7 @@ func TestFailedRecordStopsLaterRecordsOfItsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	pub := kafka.New(cl, nil)
+	pub := newPublisher(t, cl, kafka.Config{})
 	msgs := []outbox.Message{
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "k", Type: "t", Payload: []byte(strings.Repeat("x", 4096))},
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "k", Type: "t", Payload: []byte("small")},
@@ -71,7 +71,7 @@ func TestFailedTopicStopsLaterRecordsOfItsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	pub := kafka.New(cl, nil)
+	pub := newPublisher(t, cl, kafka.Config{})
 	msgs := []outbox.Message{
 		{ID: outbox.NewID(time.Now()), Topic: "missing", Key: "k", Type: "t", Payload: []byte("first")},
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "k", Type: "t", Payload: []byte("second")},
@@ -99,7 +99,7 @@ func TestErrorsMatchTheirMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	pub := kafka.New(cl, nil)
+	pub := newPublisher(t, cl, kafka.Config{})
 	msgs := []outbox.Message{
 		{ID: outbox.NewID(time.Now()), Topic: "missing", Key: "a", Type: "t", Payload: []byte("lost?")},
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "b", Type: "t", Payload: []byte("fine")},
@@ -125,7 +125,7 @@ func TestRecordsNotProducedAfterCtxDoneAreSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	pub := kafka.New(cl, nil)
+	pub := newPublisher(t, cl, kafka.Config{})
 	msgs := []outbox.Message{
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "a", Type: "t", Payload: []byte("1")},
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "b", Type: "t", Payload: []byte("2")},

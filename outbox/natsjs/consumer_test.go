@@ -59,7 +59,7 @@ func newConsumerFixture(t *testing.T, dupWindow time.Duration) *consumerFixture 
 }
 
 func (f *consumerFixture) publisher() *natsjs.Publisher {
-	return natsjs.New(f.js, &natsjs.Options{Subject: func(m outbox.Message) string { return f.prefix + "." + m.Topic }})
+	return newPublisher(f.t, f.js, natsjs.Config{Subject: func(m outbox.Message) string { return f.prefix + "." + m.Topic }})
 }
 
 // relay runs a relay until the test ends.
@@ -396,7 +396,7 @@ func TestConsumerStopsCleanly(t *testing.T) {
 // fails with an error naming it (what the parked event's last_error shows).
 func TestRelayFailsFastOnMissingStream(t *testing.T) {
 	f := newConsumerFixture(t, time.Minute)
-	pub := natsjs.New(f.js, &natsjs.Options{Subjects: []string{f.prefix + ".orders", "nostream.orders"}})
+	pub := newPublisher(t, f.js, natsjs.Config{Subjects: []string{f.prefix + ".orders", "nostream.orders"}})
 	r, _ := f.ob.NewRelay(f.db.Pool, pub)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -404,7 +404,7 @@ func TestRelayFailsFastOnMissingStream(t *testing.T) {
 	if !errors.Is(err, outbox.ErrNoDestination) || !strings.Contains(err.Error(), `"nostream.orders"`) {
 		t.Fatalf("Run = %v, want ErrNoDestination naming nostream.orders", err)
 	}
-	errs := natsjs.New(f.js, nil).Publish(ctx, []outbox.Message{{ID: outbox.NewID(time.Now()), Topic: "nostream.orders", Key: "k", Type: "t"}})
+	errs := newPublisher(t, f.js, natsjs.Config{}).Publish(ctx, []outbox.Message{{ID: outbox.NewID(time.Now()), Topic: "nostream.orders", Key: "k", Type: "t"}})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `subject "nostream.orders"`) {
 		t.Fatalf("publish to a subject without a stream: %v", errs)
 	}

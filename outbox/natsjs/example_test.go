@@ -86,10 +86,13 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pub := natsjs.New(js, &natsjs.Options{
+	pub, err := natsjs.New(js, natsjs.Config{
 		Subject:  func(m outbox.Message) string { return prefix + "." + m.Topic },
 		Subjects: []string{prefix + ".paid"}, // checked when the relay starts
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	relay, _ := ob.NewRelay(pool, pub)
 	rctx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan error)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/outbox/natsjs"
 	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -74,4 +75,14 @@ func (m *countingMeter) sum(name string) float64 {
 		}
 	}
 	return float64(total)
+}
+
+// newPublisher is natsjs.New, failing the test on its error.
+func newPublisher(t testing.TB, js jetstream.JetStream, cfg natsjs.Config) *natsjs.Publisher {
+	t.Helper()
+	p, err := natsjs.New(js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

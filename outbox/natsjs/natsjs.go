@@ -20,12 +20,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Options configures a Publisher; nil means all defaults.
-type Options struct {
+// DefaultConcurrency is Config.Concurrency's default.
+const DefaultConcurrency = 32
+
+// Config configures a Publisher. The zero value is valid.
+type Config struct {
 	// Subject maps an event to a subject. Default: the event's Topic
 	// (aggregatetype).
 	Subject func(m outbox.Message) string
-	// Concurrency is how many keys are published in parallel. Default 32.
+	// Concurrency is how many keys are published in parallel. Default
+	// DefaultConcurrency (32).
 	Concurrency int
 	// Subjects lists subjects the relay will publish to (after Subject); Check
 	// verifies, when the relay starts, that a stream captures each. Default none.
@@ -41,20 +45,35 @@ type Publisher struct {
 	dups        atomic.Int64
 }
 
-// New returns a Publisher using js; the caller owns the connection and the
-// stream (which must capture the subjects).
-func New(js jetstream.JetStream, opts *Options) *Publisher {
-	p := &Publisher{js: js, subject: func(m outbox.Message) string { return m.Topic }, concurrency: 32}
-	if opts != nil {
-		if opts.Subject != nil {
-			p.subject = opts.Subject
-		}
-		if opts.Concurrency > 0 {
-			p.concurrency = opts.Concurrency
-		}
-		p.subjects = opts.Subjects
+func (c Config) withDefaults() Config {
+	if c.Subject == nil {
+		c.Subject = func(m outbox.Message) string { return m.Topic }
 	}
-	return p
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Concurrency < 0 {
+		return &outbox.ConfigError{Field: "Concurrency", Reason: "negative"}
+	}
+	return nil
+}
+
+// New returns a Publisher using js; the caller owns the connection and the
+// stream (which must capture the subjects). A nil js or an invalid Config is an
+// *outbox.ConfigError. No I/O.
+func New(js jetstream.JetStream, cfg Config) (*Publisher, error) {
+	if js == nil {
+		return nil, &outbox.ConfigError{Field: "js", Reason: "nil jetstream.JetStream"}
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{js: js, subject: cfg.Subject, concurrency: cfg.Concurrency, subjects: cfg.Subjects}, nil
 }
 
 // Duplicates returns how many publications JetStream acknowledged as duplicates

@@ -27,7 +27,7 @@ func TestNatsPublisherRelayAndDedupe(t *testing.T) {
 	if err := ob.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	pub := natsjs.New(js, &natsjs.Options{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }})
+	pub := newPublisher(t, js, natsjs.Config{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }})
 	const keys, perKey = 4, 25
 	ids := map[string]string{}
 	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {

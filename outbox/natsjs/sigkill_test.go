@@ -86,7 +86,12 @@ func runChildRelay() int {
 	js, _ := jetstream.New(nc)
 	prefix := os.Getenv(childPrefixEnv)
 	ob, _ := outbox.New(relayConfig())
-	pub := &evidence{inner: natsjs.New(js, &natsjs.Options{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }}),
+	inner, err := natsjs.New(js, natsjs.Config{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	pub := &evidence{inner: inner,
 		db: pool, relay: "child", after: func() {
 			// Outlive JetStream's 100 ms duplicate window first, so the other
 			// relay's re-publication reaches the consumer and the inbox must
@@ -210,7 +215,7 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 	}()
 
 	// The in-process relay (slowed a little so the child always finds work).
-	local, _ := ob.NewRelay(db.Pool, &evidence{inner: natsjs.New(js, &natsjs.Options{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }}),
+	local, _ := ob.NewRelay(db.Pool, &evidence{inner: newPublisher(t, js, natsjs.Config{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }}),
 		db: db.Pool, relay: "local", after: func() { time.Sleep(5 * time.Millisecond) }})
 	rctx, stopLocal := context.WithCancel(ctx)
 	localDone := make(chan struct{})

@@ -15,7 +15,7 @@ import (
 // context error.
 func TestMessagesNotSentAfterCtxDoneAreSkipped(t *testing.T) {
 	_, js, _, prefix := jetStream(t, time.Minute)
-	pub := natsjs.New(js, &natsjs.Options{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }})
+	pub := newPublisher(t, js, natsjs.Config{Subject: func(m outbox.Message) string { return prefix + "." + m.Topic }})
 	msgs := []outbox.Message{
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "a", Type: "t", Payload: []byte("1")},
 		{ID: outbox.NewID(time.Now()), Topic: "orders", Key: "b", Type: "t", Payload: []byte("2")},
