@@ -15,23 +15,24 @@ var doc string
 
 // Analyzer reports efficiency locks without a declared reason.
 var Analyzer = &analysis.Analyzer{
-	Name: "efficiencydecl",
-	Doc:  vetutil.Doc(doc, "efficiencydecl"),
-	URL:  vetutil.DocURL + "#efficiencydecl",
-	Run:  run,
+	Name:       "efficiencydecl",
+	Doc:        vetutil.Doc(doc, "efficiencydecl"),
+	URL:        vetutil.DocURL + "#efficiencydecl",
+	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
+	ResultType: vetutil.FindingsType,
+	Run:        run,
 }
 
 const (
 	lockPkg = vetutil.SDK + "/efficiencylock"
-	rule    = "RFC MUST 4 (Redis locks only where duplicate execution is harmless, and the code says so)"
-	fix     = "pass efficiencylock.DuplicatesHarmless(\"<why a second run does no harm>\") with a constant string at the call, or use correctnesslease with fenced writes if duplicates are not harmless"
+	fix     = "write DuplicatesHarmless(\"why\") at the call, or fence a correctnesslease"
 )
 
 func run(pass *analysis.Pass) (any, error) {
-	if vetutil.IsPackage(pass.Pkg.Path(), lockPkg) {
-		return nil, nil
-	}
 	r := vetutil.NewReporter(pass, "efficiencydecl")
+	if vetutil.IsPackage(pass.Pkg.Path(), lockPkg) {
+		return r.Finish(), nil
+	}
 	for _, f := range r.Files() {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
@@ -47,29 +48,31 @@ func run(pass *analysis.Pass) (any, error) {
 				if !vetutil.IsNamed(params.At(i).Type(), lockPkg, "Reason", false) {
 					continue
 				}
-				if what := badReason(pass, call.Args[i]); what != "" {
-					r.Report(vetutil.Finding{Pos: call.Args[i].Pos(), What: "efficiencylock." + fn.Name() + " " + what, Rule: rule, Fix: fix})
+				what, reason := badReason(pass, call.Args[i])
+				if what != "" {
+					r.Report(vetutil.Finding{Pos: call.Args[i].Pos(), End: call.Args[i].End(), What: "efficiencylock." + fn.Name() + " " + what, Fix: fix})
 				}
+				r.Note(vetutil.Item{Pos: call.Pos(), Kind: "efficiencylock", Detail: reason, OK: what == ""})
 			}
 			return true
 		})
 	}
-	r.Finish()
-	return nil, nil
+	return r.Finish(), nil
 }
 
-// badReason explains what is wrong with a Reason argument, or returns "".
-func badReason(pass *analysis.Pass, arg ast.Expr) string {
+// badReason explains what is wrong with a Reason argument ("" if nothing) and
+// returns the reason when it is a constant.
+func badReason(pass *analysis.Pass, arg ast.Expr) (what, reason string) {
 	call, ok := ast.Unparen(arg).(*ast.CallExpr)
 	if !ok || !vetutil.IsFunc(vetutil.Callee(pass.TypesInfo, call), lockPkg, "DuplicatesHarmless") || len(call.Args) != 1 {
-		return "gets a Reason that is not declared at the call with DuplicatesHarmless(\"…\")"
+		return "gets a Reason that is not declared at the call with DuplicatesHarmless(\"…\")", ""
 	}
 	s, ok := vetutil.ConstString(pass.TypesInfo, call.Args[0])
 	if !ok {
-		return "gets a duplicates-harmless reason that is not a constant string"
+		return "gets a duplicates-harmless reason that is not a constant string", ""
 	}
 	if strings.TrimSpace(s) == "" {
-		return "gets an empty duplicates-harmless reason"
+		return "gets an empty duplicates-harmless reason", s
 	}
-	return ""
+	return "", s
 }

@@ -2,64 +2,74 @@ package fencetoken
 
 import (
 	_ "embed"
+	"fmt"
 	"go/ast"
-	"go/token"
 	"go/types"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
 
+	"github.com/coordkit/coordkit/cmd/coordvet/internal/effects"
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/vetutil"
 )
 
 //go:embed doc.go
 var doc string
 
-// Analyzer reports correctness leases whose token is never used.
-var Analyzer = &analysis.Analyzer{
-	Name: "fencetoken",
-	Doc:  vetutil.Doc(doc, "fencetoken"),
-	URL:  vetutil.DocURL + "#fencetoken",
-	Run:  run,
+// New returns a fencetoken analyzer over the effects set s.
+func New(s *effects.Set) *analysis.Analyzer {
+	return &analysis.Analyzer{
+		Name:       "fencetoken",
+		Doc:        vetutil.Doc(doc, "fencetoken"),
+		URL:        vetutil.DocURL + "#fencetoken",
+		Requires:   []*analysis.Analyzer{vetutil.Exceptions, s.Analyzer},
+		ResultType: vetutil.FindingsType,
+		Run:        func(pass *analysis.Pass) (any, error) { return run(pass, s) },
+	}
 }
 
+// Analyzer is the fencetoken analyzer over effects.Default.
+var Analyzer = New(effects.Default)
+
 const (
-	leasePkg = vetutil.SDK + "/correctnesslease"
 	coordPkg = vetutil.SDK + "/coord"
-	rule     = "RFC MUST 3 (every write from the holder carries the fencing token)"
-	fixToken = "pass lease.Token() with every write to the resource (pgfence Fence.GuardTx/Exec, a fenced UPDATE, the Coord-Fencing-Token header)"
+	fix      = "pass it to a fence, a query or a header"
 )
 
-func run(pass *analysis.Pass) (any, error) {
-	if vetutil.IsPackage(pass.Pkg.Path(), leasePkg) {
-		return nil, nil
-	}
-	r := vetutil.NewReporter(pass, "fencetoken")
-	for _, f := range r.Files() {
-		test := r.IsTestFile(f.FileStart)
+type checker struct {
+	pass *analysis.Pass
+	r    *vetutil.Reporter
+	res  *effects.Result
+}
+
+func run(pass *analysis.Pass, s *effects.Set) (any, error) {
+	c := &checker{pass: pass, r: vetutil.NewReporter(pass, "fencetoken"), res: pass.ResultOf[s.Analyzer].(*effects.Result)}
+	for _, f := range c.r.Files() {
+		test := c.r.IsTestFile(f.FileStart)
 		for _, decl := range f.Decls {
 			if fd, ok := decl.(*ast.FuncDecl); test && (!ok || !strings.HasPrefix(fd.Name.Name, "Example")) {
 				continue
 			}
-			checkUnit(pass, r, decl)
+			c.checkDecl(decl)
 		}
 	}
-	r.Finish()
-	return nil, nil
+	return c.r.Finish(), nil
 }
 
-// leaseVar is a local variable that receives a lease from an Acquire-like call.
-type leaseVar struct {
-	acquired token.Pos
-	name     string
+// held is a local variable that receives a token holder from an SDK call.
+type held struct {
+	v    *types.Var
+	call *ast.CallExpr
+	from string // the function it came from
+	name string // the lease name, if a constant argument
 }
 
-// checkUnit checks one top-level declaration, closures included.
-func checkUnit(pass *analysis.Pass, r *vetutil.Reporter, decl ast.Decl) {
-	info := pass.TypesInfo
-	tracked := map[*types.Var]leaseVar{}
-	var order []*types.Var
-	fenced := map[*types.Var]bool{} // Token() called or the lease escaped
+// checkDecl checks one top-level declaration, closures included.
+func (c *checker) checkDecl(decl ast.Decl) {
+	info := c.pass.TypesInfo
+	var holders []*held
+	byVar := map[*types.Var]*held{}
+	named := namedResults(info, decl) // returned by every return, bare ones included
 	var stack []ast.Node
 	ast.Inspect(decl, func(n ast.Node) bool {
 		if n == nil {
@@ -71,73 +81,127 @@ func checkUnit(pass *analysis.Pass, r *vetutil.Reporter, decl ast.Decl) {
 		if len(stack) > 1 {
 			parent = stack[len(stack)-2]
 		}
-		switch n := n.(type) {
-		case *ast.FuncType:
-			// A named result escapes through every return, bare ones included.
-			if n.Results != nil {
-				for _, field := range n.Results.List {
-					for _, name := range field.Names {
-						if v, ok := info.Defs[name].(*types.Var); ok {
-							fenced[v] = true
-						}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		fn := vetutil.Callee(info, call)
+		if fn == nil || !vetutil.IsSDK(vetutil.FuncPkg(fn)) || vetutil.FuncPkg(fn) == coordPkg {
+			return true
+		}
+		c.checkCallbacks(decl, call)
+		if recv := fn.Signature().Recv(); recv != nil && effects.IsHolder(recv.Type()) && fn.Name() == "Token" {
+			if dropped(parent, call, 0) {
+				f := vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "the result of " + vetutil.RecvName(fn) + ".Token() is dropped", Fix: fix}
+				if h := byVar[receiverVar(info, call)]; h != nil {
+					f.Related = append(f.Related, related(h))
+				}
+				c.r.Report(f)
+			}
+			return true
+		}
+		idx := holderResult(fn)
+		if idx < 0 || vetutil.IsPackage(c.pass.Pkg.Path(), holderPkg(fn, idx)) {
+			return true
+		}
+		name := leaseName(info, call)
+		if dropped(parent, call, idx) {
+			c.r.Report(vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "the lease from " + fn.Name() + " is discarded: its token reaches no resource", Fix: "keep the lease and pass its token with every write"})
+			c.r.Note(vetutil.Item{Pos: call.Pos(), Kind: "lease", Name: name, Detail: fn.Name()})
+			return true
+		}
+		if v := assignedVar(info, parent, call, idx); v != nil && !named[v] {
+			if _, seen := byVar[v]; !seen {
+				h := &held{v: v, call: call, from: fn.Name(), name: name}
+				byVar[v] = h
+				holders = append(holders, h)
+			}
+		} else {
+			c.r.Note(vetutil.Item{Pos: call.Pos(), Kind: "lease", Name: name, Detail: fn.Name() + " (handed on)", OK: true})
+		}
+		return true
+	})
+	for _, h := range holders {
+		used, non := c.res.Reaches(decl, h.v)
+		c.r.Note(vetutil.Item{Pos: h.call.Pos(), Kind: "lease", Name: h.name, Detail: h.from, OK: used})
+		if used {
+			continue
+		}
+		f := vetutil.Finding{Pos: h.call.Pos(), End: h.call.End(), Fix: fix,
+			What: fmt.Sprintf("the token of %s (from %s) reaches no write", h.v.Name(), h.from)}
+		if len(non) > 0 {
+			f.What += ": " + non[0].What
+		}
+		for _, nu := range non {
+			f.Related = append(f.Related, analysis.RelatedInformation{Pos: nu.Pos, Message: "the token of " + h.v.Name() + " is " + nu.What})
+		}
+		c.r.Report(f)
+	}
+}
+
+// namedResults returns the named results of the functions in decl.
+func namedResults(info *types.Info, decl ast.Decl) map[*types.Var]bool {
+	out := map[*types.Var]bool{}
+	ast.Inspect(decl, func(n ast.Node) bool {
+		if ft, ok := n.(*ast.FuncType); ok && ft.Results != nil {
+			for _, field := range ft.Results.List {
+				for _, name := range field.Names {
+					if v, ok := info.Defs[name].(*types.Var); ok {
+						out[v] = true
 					}
 				}
-			}
-		case *ast.CallExpr:
-			fn := vetutil.Callee(info, n)
-			if vetutil.FuncPkg(fn) != leasePkg {
-				return true
-			}
-			checkCallbacks(pass, r, n)
-			if fn.Name() == "Token" && vetutil.RecvName(fn) == "Lease" {
-				if dropped(parent, n, 0) {
-					r.Report(vetutil.Finding{Pos: n.Pos(), What: "the result of Lease.Token() is dropped", Rule: rule, Fix: fixToken})
-				}
-				return true
-			}
-			idx := leaseResult(fn)
-			if idx < 0 {
-				return true
-			}
-			if dropped(parent, n, idx) {
-				r.Report(vetutil.Finding{Pos: n.Pos(), What: "correctness lease from " + fn.Name() + " is discarded, so its fencing token can never reach a resource", Rule: rule, Fix: "keep the lease and " + fixToken})
-				return true
-			}
-			if v := assignedVar(info, parent, n, idx); v != nil {
-				if _, seen := tracked[v]; !seen {
-					tracked[v] = leaseVar{acquired: n.Pos(), name: v.Name()}
-					order = append(order, v)
-				}
-			}
-		case *ast.Ident:
-			v, ok := info.Uses[n].(*types.Var)
-			if ok && isLease(v.Type()) && fencesOrEscapes(parent, n) {
-				fenced[v] = true
 			}
 		}
 		return true
 	})
-	for _, v := range order {
-		if !fenced[v] {
-			lv := tracked[v]
-			r.Report(vetutil.Finding{Pos: lv.acquired, What: "lease " + lv.name + " is held but Token() is never called on it and it never leaves the function, so no write is fenced", Rule: rule, Fix: fixToken})
-		}
+	return out
+}
+
+func related(h *held) analysis.RelatedInformation {
+	return analysis.RelatedInformation{Pos: h.call.Pos(), End: h.call.End(), Message: h.v.Name() + " acquired here (" + h.from + ")"}
+}
+
+// receiverVar returns the variable x of a call x.M(), or nil.
+func receiverVar(info *types.Info, call *ast.CallExpr) *types.Var {
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return nil
 	}
+	id, ok := ast.Unparen(sel.X).(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	v, _ := info.Uses[id].(*types.Var)
+	return v
 }
 
-func isLease(t types.Type) bool {
-	return vetutil.IsNamed(t, leasePkg, "Lease", true) || vetutil.IsNamed(t, leasePkg, "Lease", false)
-}
-
-// leaseResult returns the index of fn's *Lease result, or -1.
-func leaseResult(fn *types.Func) int {
+// holderResult returns the index of fn's token-holder result, or -1.
+func holderResult(fn *types.Func) int {
 	res := fn.Signature().Results()
 	for i := 0; i < res.Len(); i++ {
-		if isLease(res.At(i).Type()) {
+		if effects.IsHolder(res.At(i).Type()) {
 			return i
 		}
 	}
 	return -1
+}
+
+func holderPkg(fn *types.Func, idx int) string {
+	t := fn.Signature().Results().At(idx).Type()
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	return types.Unalias(t).(*types.Named).Obj().Pkg().Path()
+}
+
+// leaseName returns the first constant string argument of an acquire call.
+func leaseName(info *types.Info, call *ast.CallExpr) string {
+	for _, arg := range call.Args {
+		if s, ok := vetutil.ConstString(info, arg); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 // dropped reports whether result idx of call is thrown away: the call is a
@@ -172,7 +236,7 @@ func isBlank(e ast.Expr) bool {
 
 // assignedVar returns the local variable that receives result idx of call, or
 // nil if the result goes anywhere else (a field, a package variable, an
-// argument, a return), which lets the lease escape.
+// argument, a return), which hands the token on.
 func assignedVar(info *types.Info, parent ast.Node, call *ast.CallExpr, idx int) *types.Var {
 	var id *ast.Ident
 	switch p := parent.(type) {
@@ -199,77 +263,42 @@ func assignedVar(info *types.Info, parent ast.Node, call *ast.CallExpr, idx int)
 	return v
 }
 
-// fencesOrEscapes classifies one use of a lease variable: true if it calls
-// Token() or hands the lease to code this function cannot see.
-func fencesOrEscapes(parent ast.Node, id *ast.Ident) bool {
-	switch p := parent.(type) {
-	case *ast.SelectorExpr:
-		if p.X == id {
-			return p.Sel.Name == "Token"
-		}
-	case *ast.BinaryExpr:
-		return p.Op != token.EQL && p.Op != token.NEQ
-	case *ast.AssignStmt:
-		for _, l := range p.Lhs {
-			if l == id {
-				return false // (re)assignment of the variable itself
-			}
-		}
-		if len(p.Lhs) == len(p.Rhs) {
-			for i, rhs := range p.Rhs {
-				if rhs == id && isBlank(p.Lhs[i]) {
-					return false // _ = lease
-				}
-			}
-		}
-	}
-	return true
-}
-
-// checkCallbacks reports func literals passed to the lease package whose
-// coord.Token parameter is never used.
-func checkCallbacks(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExpr) {
+// checkCallbacks reports function literals passed to the SDK whose
+// coord.Token parameter never reaches a write.
+func (c *checker) checkCallbacks(decl ast.Decl, call *ast.CallExpr) {
 	for _, arg := range call.Args {
 		lit, ok := ast.Unparen(arg).(*ast.FuncLit)
 		if !ok {
 			continue
 		}
 		for _, field := range lit.Type.Params.List {
-			if !vetutil.IsNamed(pass.TypesInfo.TypeOf(field.Type), coordPkg, "Token", false) {
+			if !vetutil.IsNamed(c.pass.TypesInfo.TypeOf(field.Type), coordPkg, "Token", false) {
 				continue
 			}
 			if len(field.Names) == 0 {
-				r.Report(vetutil.Finding{Pos: field.Pos(), What: "the callback's fencing token parameter is unnamed, so no write in it is fenced", Rule: rule, Fix: "name the coord.Token parameter and pass it with every write"})
+				c.r.Report(vetutil.Finding{Pos: field.Pos(), End: field.End(), What: "the callback's fencing token parameter is unnamed, so no write in it is fenced", Fix: "name the coord.Token parameter and pass it with every write"})
 				continue
 			}
 			for _, name := range field.Names {
-				v, _ := pass.TypesInfo.Defs[name].(*types.Var)
-				if name.Name == "_" || v == nil || !usedIn(pass.TypesInfo, lit.Body, v) {
-					r.Report(vetutil.Finding{Pos: name.Pos(), What: "the callback's fencing token " + name.Name + " is never used, so no write in it is fenced", Rule: rule, Fix: "pass " + name.Name + " with every write to the resource"})
+				v, _ := c.pass.TypesInfo.Defs[name].(*types.Var)
+				if name.Name == "_" || v == nil {
+					c.r.Report(vetutil.Finding{Pos: name.Pos(), End: name.End(), What: "the callback's fencing token " + name.Name + " is never used, so no write in it is fenced", Fix: "name it and pass it with every write"})
+					continue
 				}
+				used, non := c.res.Reaches(lit.Body, v)
+				c.r.Note(vetutil.Item{Pos: lit.Pos(), Kind: "lease", Name: leaseName(c.pass.TypesInfo, call), Detail: vetutil.Callee(c.pass.TypesInfo, call).Name() + " callback", OK: used})
+				if used {
+					continue
+				}
+				f := vetutil.Finding{Pos: name.Pos(), End: name.End(), What: "the callback's token " + name.Name + " reaches no write", Fix: "pass " + name.Name + " to a fence, a query or a header"}
+				if len(non) > 0 {
+					f.What += ": " + non[0].What
+				}
+				for _, nu := range non {
+					f.Related = append(f.Related, analysis.RelatedInformation{Pos: nu.Pos, Message: name.Name + " is " + nu.What})
+				}
+				c.r.Report(f)
 			}
 		}
 	}
-}
-
-// usedIn reports whether v is used in body other than as `_ = v`.
-func usedIn(info *types.Info, body *ast.BlockStmt, v *types.Var) bool {
-	used := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if used {
-			return false
-		}
-		if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == len(as.Rhs) {
-			for i, rhs := range as.Rhs {
-				if id, ok := rhs.(*ast.Ident); ok && info.Uses[id] == v && isBlank(as.Lhs[i]) {
-					return false
-				}
-			}
-		}
-		if id, ok := n.(*ast.Ident); ok && info.Uses[id] == v {
-			used = true
-		}
-		return !used
-	})
-	return used
 }

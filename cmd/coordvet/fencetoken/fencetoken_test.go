@@ -11,5 +11,5 @@ import (
 
 func TestFenceToken(t *testing.T) {
 	analysistest.Run(t, vettest.TestData(t), fencetoken.Analyzer,
-		"fencetoken/bad", "fencetoken/good", "github.com/coordkit/coordkit/correctnesslease")
+		"fencetoken/bad", "fencetoken/good", "fencetoken/flow", "github.com/coordkit/coordkit/correctnesslease")
 }

@@ -2,8 +2,7 @@ package ignoredirective
 
 import (
 	_ "embed"
-	"go/ast"
-	"slices"
+	"go/token"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -14,40 +13,53 @@ import (
 //go:embed doc.go
 var doc string
 
-// Analyzer reports malformed //coordvet:ignore directives.
+// Analyzer reports //coordvet:ignore directives that are no exception.
 var Analyzer = &analysis.Analyzer{
-	Name: "ignoredirective",
-	Doc:  vetutil.Doc(doc, "ignoredirective"),
-	URL:  vetutil.DocURL + "#ignoring-a-finding",
-	Run:  run,
+	Name:       "ignoredirective",
+	Doc:        vetutil.Doc(doc, "ignoredirective"),
+	URL:        vetutil.DocURL + "#exceptions",
+	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
+	ResultType: vetutil.FindingsType,
+	Run:        run,
 }
 
+const format = "//coordvet:ignore <check> owner=<team> expires=<date> <reason>"
+
 func run(pass *analysis.Pass) (any, error) {
-	var files []*ast.File
-	for _, f := range pass.Files {
-		if !ast.IsGenerated(f) {
-			files = append(files, f)
-		}
-	}
-	known := vetutil.Checks()
-	for _, d := range vetutil.Directives(pass.Fset, files) {
-		var problem string
-		switch {
-		case d.Check == "":
-			problem = "names no check"
-		case !slices.Contains(known, d.Check):
-			problem = "names unknown check " + d.Check + " (known: " + strings.Join(known, ", ") + ")"
-		case d.Reason == "":
-			problem = "gives no reason"
-		default:
+	set := pass.ResultOf[vetutil.Exceptions].(*vetutil.ExceptionSet)
+	found := &vetutil.Findings{Check: "ignoredirective"}
+	for _, e := range set.All {
+		if e.Problem == "" {
 			continue
 		}
-		pass.Report(analysis.Diagnostic{
-			Pos:      d.Pos,
+		fix := "use " + format
+		d := analysis.Diagnostic{
+			Pos:      e.Pos,
+			End:      e.End,
 			Category: "ignoredirective",
-			Message:  "ignoredirective: //coordvet:ignore " + problem + ", so it silences nothing; write //coordvet:ignore <check> <reason> (see " + vetutil.DocURL + "#ignoring-a-finding)",
-			URL:      vetutil.DocURL + "#ignoring-a-finding",
-		})
+			URL:      vetutil.DocURL + "#exceptions",
+		}
+		if e.Suggest != "" {
+			fix = "name " + e.Suggest
+			d.SuggestedFixes = []analysis.SuggestedFix{{
+				Message:   "name the check " + e.Suggest,
+				TextEdits: []analysis.TextEdit{checkNameEdit(e, e.Suggest)},
+			}}
+		}
+		d.Message = vetutil.Message("ignoredirective", "//coordvet:ignore "+e.Problem+": no exception, silences nothing", fix)
+		found.List = append(found.List, vetutil.Reported{Pos: e.Pos, Message: d.Message})
+		pass.Report(d)
 	}
-	return nil, nil
+	return found, nil
+}
+
+// checkNameEdit replaces the check name of a directive.
+func checkNameEdit(e *vetutil.Exception, name string) analysis.TextEdit {
+	// The comment is "//coordvet:ignore" + blanks + check; the name starts after
+	// the prefix and the blanks.
+	off := len(vetutil.DirectivePrefix)
+	raw := e.Raw[off:]
+	off += len(raw) - len(strings.TrimLeft(raw, " \t"))
+	start := e.Pos + token.Pos(off)
+	return analysis.TextEdit{Pos: start, End: start + token.Pos(len(e.Check)), NewText: []byte(name)}
 }

@@ -18,17 +18,18 @@ var doc string
 
 // Analyzer reports raw etcd and Redis locking outside the SDK.
 var Analyzer = &analysis.Analyzer{
-	Name: "pavedroad",
-	Doc:  vetutil.Doc(doc, "pavedroad"),
-	URL:  vetutil.DocURL + "#pavedroad",
-	Run:  run,
+	Name:       "pavedroad",
+	Doc:        vetutil.Doc(doc, "pavedroad"),
+	URL:        vetutil.DocURL + "#pavedroad",
+	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
+	ResultType: vetutil.FindingsType,
+	Run:        run,
 }
 
 const (
 	etcdConcurrency = "go.etcd.io/etcd/client/v3/concurrency"
 	redsync         = "github.com/go-redsync/redsync"
-	rule3           = "RFC MUST 3 (correctness leases carry a fencing token) and MUST 4 (Redis locks only where duplicates are harmless, declared)"
-	fixLease        = "use correctnesslease.Acquire/Run and pass Lease.Token() to the resource, or efficiencylock.New with efficiencylock.DuplicatesHarmless(\"why\") when duplicates are harmless"
+	fixLease        = "use correctnesslease (fenced) or efficiencylock (declared)"
 )
 
 // redisPkgs are the go-redis import paths.
@@ -44,10 +45,10 @@ func isRedisPkg(path string) bool {
 var setNXScript = regexp.MustCompile(`(?is)['"]set['"][^)]*['"]nx['"]`)
 
 func run(pass *analysis.Pass) (any, error) {
-	if vetutil.IsSDK(pass.Pkg.Path()) {
-		return nil, nil
-	}
 	r := vetutil.NewReporter(pass, "pavedroad")
+	if vetutil.IsSDK(pass.Pkg.Path()) {
+		return r.Finish(), nil
+	}
 	for _, f := range r.Files() {
 		if r.IsTestFile(f.FileStart) {
 			continue
@@ -55,24 +56,25 @@ func run(pass *analysis.Pass) (any, error) {
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			if path == redsync || strings.HasPrefix(path, redsync+"/") {
-				r.Report(vetutil.Finding{Pos: imp.Pos(), What: "import of redsync, a Redis lock without fencing tokens", Rule: rule3, Fix: fixLease})
+				r.Report(vetutil.Finding{Pos: imp.Pos(), What: "import of redsync, a Redis lock without fencing tokens", Fix: fixLease})
 			}
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.CallExpr:
-				checkCall(pass, r, n)
-			case *ast.CompositeLit:
-				checkSetArgs(pass, r, n)
-			}
-			return true
-		})
+		for _, decl := range f.Decls {
+			ast.Inspect(decl, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					checkCall(pass, r, decl, n)
+				case *ast.CompositeLit:
+					checkSetArgs(pass, r, n)
+				}
+				return true
+			})
+		}
 	}
-	r.Finish()
-	return nil, nil
+	return r.Finish(), nil
 }
 
-func checkCall(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExpr) {
+func checkCall(pass *analysis.Pass, r *vetutil.Reporter, decl ast.Decl, call *ast.CallExpr) {
 	fn := vetutil.Callee(pass.TypesInfo, call)
 	if fn == nil {
 		return
@@ -82,20 +84,23 @@ func checkCall(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExpr) {
 	case pkg == etcdConcurrency:
 		switch fn.Name() {
 		case "NewMutex", "NewLocker", "NewElection":
-			r.Report(vetutil.Finding{Pos: call.Pos(), What: "concurrency." + fn.Name() + " grants authority without a fencing token", Rule: rule3, Fix: fixLease})
+			r.Report(vetutil.Finding{Pos: call.Pos(), What: "concurrency." + fn.Name() + " grants authority without a fencing token", Fix: fixLease})
 		}
 	case isRedisPkg(pkg):
 		switch fn.Name() {
 		case "SetNX":
-			r.Report(vetutil.Finding{Pos: call.Pos(), What: "Redis SetNX used as a lock", Rule: rule3, Fix: fixLease})
+			if len(call.Args) > 1 && dedupeMarker(pass, decl, call.Args[1]) {
+				return // a "seen:<id>" marker set once and never released is not a lock
+			}
+			r.Report(vetutil.Finding{Pos: call.Pos(), What: "Redis SetNX used as a lock", Fix: fixLease})
 		case "Do":
 			if doSetNX(pass.TypesInfo, call.Args) {
-				r.Report(vetutil.Finding{Pos: call.Pos(), What: "Redis SET … NX sent through Do, used as a lock", Rule: rule3, Fix: fixLease})
+				r.Report(vetutil.Finding{Pos: call.Pos(), What: "Redis SET … NX sent through Do, used as a lock", Fix: fixLease})
 			}
 		case "Eval", "EvalRO", "EvalSha", "EvalShaRO", "ScriptLoad", "NewScript":
 			for _, a := range call.Args {
 				if s, ok := vetutil.ConstString(pass.TypesInfo, a); ok && setNXScript.MatchString(s) {
-					r.Report(vetutil.Finding{Pos: call.Pos(), What: "Lua script with SET … NX, used as a lock", Rule: rule3, Fix: fixLease})
+					r.Report(vetutil.Finding{Pos: call.Pos(), What: "Lua script with SET … NX, used as a lock", Fix: fixLease})
 					return
 				}
 			}
@@ -136,8 +141,72 @@ func checkSetArgs(pass *analysis.Pass, r *vetutil.Reporter, lit *ast.CompositeLi
 		}
 		if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Mode" {
 			if s, ok := vetutil.ConstString(pass.TypesInfo, kv.Value); ok && strings.EqualFold(s, "nx") {
-				r.Report(vetutil.Finding{Pos: lit.Pos(), What: "Redis SET with Mode NX used as a lock", Rule: rule3, Fix: fixLease})
+				r.Report(vetutil.Finding{Pos: lit.Pos(), What: "Redis SET with Mode NX used as a lock", Fix: fixLease})
 			}
 		}
 	}
+}
+
+// markerPrefixes start the keys of dedupe markers: SetNX answers "first time?"
+// and the key is never deleted, so nothing is held.
+var markerPrefixes = []string{"seen", "dedup", "dedupe", "processed", "handled", "idem", "idempotency", "once", "done", "consumed", "delivered"}
+
+// dedupeMarker reports whether a SetNX key is a dedupe marker: its constant
+// prefix names one (seen:, dedupe:, processed:, …) and the function never
+// deletes it (a lock is released; a marker expires).
+func dedupeMarker(pass *analysis.Pass, decl ast.Decl, key ast.Expr) bool {
+	prefix := constPrefix(pass.TypesInfo, key)
+	marker := false
+	for _, m := range markerPrefixes {
+		if rest, ok := strings.CutPrefix(strings.ToLower(prefix), m); ok && rest != "" && strings.ContainsRune(":-_/.{", rune(rest[0])) {
+			marker = true
+		}
+	}
+	if !marker {
+		return false
+	}
+	keyText := types.ExprString(key)
+	deleted := false
+	ast.Inspect(decl, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || deleted {
+			return !deleted
+		}
+		fn := vetutil.Callee(pass.TypesInfo, call)
+		if fn == nil || !isRedisPkg(vetutil.FuncPkg(fn)) {
+			return true
+		}
+		switch fn.Name() {
+		case "Del", "Unlink", "Eval", "EvalSha", "Expire", "PExpire":
+			for _, a := range call.Args {
+				if strings.Contains(types.ExprString(a), keyText) {
+					deleted = true
+				}
+			}
+		}
+		return true
+	})
+	return !deleted
+}
+
+// constPrefix returns the constant text a key expression starts with:
+// "seen:" + id, fmt.Sprintf("seen:%s", id), or a constant.
+func constPrefix(info *types.Info, e ast.Expr) string {
+	e = ast.Unparen(e)
+	if s, ok := vetutil.ConstString(info, e); ok {
+		return s
+	}
+	switch e := e.(type) {
+	case *ast.BinaryExpr:
+		return constPrefix(info, e.X)
+	case *ast.CallExpr:
+		if fn := vetutil.Callee(info, e); fn != nil && vetutil.FuncPkg(fn) == "fmt" && fn.Name() == "Sprintf" && len(e.Args) > 0 {
+			s, _ := vetutil.ConstString(info, e.Args[0])
+			if i := strings.Index(s, "%"); i >= 0 {
+				s = s[:i]
+			}
+			return s
+		}
+	}
+	return ""
 }

@@ -1,6 +1,6 @@
 // Package plugin is the golangci-lint v2 module plugin of coordvet. Importing
 // it registers the linter "coordvet" with golangci-lint's plugin registry; see
-// docs/vet.md#golangci-lint for the .custom-gcl.yml that builds it in.
+// docs/vet.md#golangci-lint for the offline build that links it in.
 package plugin
 
 import (
@@ -11,7 +11,6 @@ import (
 	"github.com/golangci/plugin-module-register/register"
 	"golang.org/x/tools/go/analysis"
 
-	"github.com/coordkit/coordkit/cmd/coordvet/dualwrite"
 	"github.com/coordkit/coordkit/cmd/coordvet/suite"
 )
 
@@ -27,10 +26,10 @@ type Settings struct {
 	// check runs.
 	Disable []string `json:"disable"`
 	// Brokers adds publish calls to dualwrite, as importpath:Name or
-	// importpath:Type.Name. Default: none beyond the built-in list.
+	// importpath:Type.Name. Default: none beyond the built-in table.
 	Brokers []string `json:"brokers"`
 	// Commits adds transaction commits to dualwrite, same form. Default: none
-	// beyond the built-in list.
+	// beyond the built-in table.
 	Commits []string `json:"commits"`
 }
 
@@ -58,43 +57,43 @@ func New(settings any) (register.LinterPlugin, error) {
 			return nil, fmt.Errorf("coordvet: settings.disable: unknown check %q", d)
 		}
 	}
-	if _, err := dualwrite.New(dualwrite.Config{Brokers: s.Brokers, Commits: s.Commits}); err != nil {
+	if _, err := suite.New(suite.Config{Brokers: s.Brokers, Commits: s.Commits}); err != nil {
 		return nil, fmt.Errorf("coordvet: settings: %w", err)
 	}
 	return &Plugin{settings: s}, nil
 }
 
-// BuildAnalyzers returns the enabled analyzers; dualwrite is a fresh instance
-// carrying the configured brokers and commits.
+// BuildAnalyzers returns the enabled checks over a fresh effects set carrying
+// the configured brokers and commits. Each is a copy of the check whose
+// diagnostics lose the "<check>: " prefix (golangci-lint prints the name) and
+// survive //nolint (see noLint); Requires, FactTypes and ResultType are the
+// check's, so facts flow as under go vet.
 func (p *Plugin) BuildAnalyzers() ([]*analysis.Analyzer, error) {
-	dw, err := dualwrite.New(dualwrite.Config{Brokers: p.settings.Brokers, Commits: p.settings.Commits})
+	all, err := suite.New(suite.Config{Brokers: p.settings.Brokers, Commits: p.settings.Commits})
 	if err != nil {
 		return nil, err
 	}
 	var out []*analysis.Analyzer
-	for _, a := range suite.Analyzers() {
+	for _, a := range all {
 		if slices.Contains(p.settings.Disable, a.Name) {
 			continue
 		}
-		if a.Name == dw.Name {
-			a = dw
-		}
-		out = append(out, withoutNamePrefix(a))
+		out = append(out, wrap(a))
 	}
 	return out, nil
 }
 
-// withoutNamePrefix returns a copy of a whose diagnostics do not start with
-// "<check>: ": golangci-lint already prints the analyzer's name in front of
-// every message.
-func withoutNamePrefix(a *analysis.Analyzer) *analysis.Analyzer {
+// wrap returns a copy of a whose diagnostics do not start with "<check>: " and
+// are moved out of any //nolint range.
+func wrap(a *analysis.Analyzer) *analysis.Analyzer {
 	wrapped := *a
 	run := a.Run
 	wrapped.Run = func(pass *analysis.Pass) (any, error) {
 		inner := *pass
+		nl := newNoLint(pass)
 		inner.Report = func(d analysis.Diagnostic) {
 			d.Message = strings.TrimPrefix(d.Message, a.Name+": ")
-			pass.Report(d)
+			pass.Report(nl.escape(d))
 		}
 		return run(&inner)
 	}

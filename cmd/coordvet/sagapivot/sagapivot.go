@@ -16,22 +16,23 @@ var doc string
 
 // Analyzer reports literal saga definitions that break the pivot rule.
 var Analyzer = &analysis.Analyzer{
-	Name: "sagapivot",
-	Doc:  vetutil.Doc(doc, "sagapivot"),
-	URL:  vetutil.DocURL + "#sagapivot",
-	Run:  run,
+	Name:       "sagapivot",
+	Doc:        vetutil.Doc(doc, "sagapivot"),
+	URL:        vetutil.DocURL + "#sagapivot",
+	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
+	ResultType: vetutil.FindingsType,
+	Run:        run,
 }
 
 const (
 	sagaPkg = vetutil.SDK + "/saga"
-	rule    = "RFC MUST 5 (compensatable steps first, exactly one declared pivot, then steps only retried forward)"
 )
 
 func run(pass *analysis.Pass) (any, error) {
-	if vetutil.IsPackage(pass.Pkg.Path(), sagaPkg) {
-		return nil, nil
-	}
 	r := vetutil.NewReporter(pass, "sagapivot")
+	if vetutil.IsPackage(pass.Pkg.Path(), sagaPkg) {
+		return r.Finish(), nil
+	}
 	for _, f := range r.Files() {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok && vetutil.IsFunc(vetutil.Callee(pass.TypesInfo, call), sagaPkg, "New") {
@@ -40,8 +41,7 @@ func run(pass *analysis.Pass) (any, error) {
 			return true
 		})
 	}
-	r.Finish()
-	return nil, nil
+	return r.Finish(), nil
 }
 
 type step struct {
@@ -79,34 +79,44 @@ func checkDefinition(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExp
 	if !ok {
 		return
 	}
-	hasPivot := false
+	hasPivot, pivots, pivotName := false, 0, ""
 	for _, s := range steps {
-		hasPivot = hasPivot || s.kind == "Pivot"
+		if s.kind == "Pivot" {
+			hasPivot = true
+			pivots++
+			if pivotName == "" && len(s.call.Args) > 0 {
+				pivotName, _ = vetutil.ConstString(pass.TypesInfo, s.call.Args[0])
+			}
+		}
 	}
+	name, _ := vetutil.ConstString(pass.TypesInfo, call.Args[0])
+	defer func(n int) {
+		r.Note(vetutil.Item{Pos: call.Pos(), Kind: "saga", Name: name, Detail: pivotName, OK: pivots == 1 && r.Count() == n})
+	}(r.Count())
 	pivot := -1
 	for i, s := range steps {
 		switch s.kind {
 		case "Pivot":
 			if pivot >= 0 {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a second pivot in one saga definition", Rule: rule, Fix: "keep one pivot (the point of no return); make the other step Compensatable before it or Retriable after it"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a second pivot in one saga definition", Fix: "keep one pivot (the point of no return); make the other step Compensatable before it or Retriable after it"})
 				continue
 			}
 			pivot = i
 		case "Compensatable":
 			if len(s.call.Args) >= 3 && isNil(pass.TypesInfo, s.call.Args[2]) {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step with a nil compensation cannot be undone", Rule: rule, Fix: "give the step an idempotent compensation, or make it the pivot"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step with a nil compensation cannot be undone", Fix: "give the step an idempotent compensation, or make it the pivot"})
 			}
 			if pivot >= 0 {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step after the pivot is never compensated", Rule: rule, Fix: "move it before the pivot, or make it Retriable"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step after the pivot is never compensated", Fix: "move it before the pivot, or make it Retriable"})
 			}
 		case "Retriable":
 			if hasPivot && pivot < 0 {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Retriable step before the pivot has no compensation, so a later failure cannot undo it", Rule: rule, Fix: "make it Compensatable, or move it after the pivot"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Retriable step before the pivot has no compensation, so a later failure cannot undo it", Fix: "make it Compensatable, or move it after the pivot"})
 			}
 		}
 	}
 	if !hasPivot {
-		r.Report(vetutil.Finding{Pos: call.Pos(), What: "saga definition without a pivot", Rule: rule, Fix: "declare the point of no return with saga.Pivot(name, action) between the compensatable and the retriable steps"})
+		r.Report(vetutil.Finding{Pos: call.Pos(), What: "saga definition without a pivot", Fix: "declare the point of no return with saga.Pivot(name, action) between the compensatable and the retriable steps"})
 	}
 }
 

@@ -18,11 +18,11 @@ func pgxThenKafka(ctx context.Context, tx pgx.Tx, cl *kgo.Client) error {
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
-	return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders"}).FirstErr() // want `dualwrite: pgxThenKafka commits a transaction \(pgx.Tx.Commit, line 18\) and publishes to a broker \(kgo.Client.ProduceSync\).*breaks RFC MUST 2 .*fix: write the event in the same transaction with \(\*outbox.Outbox\).EnqueueTx.*\(see docs/vet.md#dualwrite\)`
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders"}).FirstErr() // want `dualwrite: pgxThenKafka commits \(pgx.Tx.Commit, line 18\) and publishes \(kgo.Client.ProduceSync\); fix: use outbox EnqueueTx in the transaction \(RFC MUST 2\)`
 }
 
 func publishThenSQLCommit(tx *sql.Tx, p sarama.SyncProducer) error {
-	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "orders"}); err != nil { // want `publishThenSQLCommit commits a transaction \(sql.Tx.Commit, line 28\) and publishes to a broker \(sarama.SyncProducer.SendMessage\)`
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "orders"}); err != nil { // want `publishThenSQLCommit commits \(sql.Tx.Commit, line 28\) and publishes \(sarama.SyncProducer.SendMessage\)`
 		return err
 	}
 	return tx.Commit()
@@ -36,7 +36,7 @@ func inClosures(ctx context.Context, conn *pgx.Conn, w *kafka.Writer) error {
 	if err != nil {
 		return err
 	}
-	send := func() error { return w.WriteMessages(ctx, kafka.Message{}) } // want `inClosures commits a transaction \(pgx.BeginFunc, line 32\) and publishes to a broker \(kafka.Writer.WriteMessages\)`
+	send := func() error { return w.WriteMessages(ctx, kafka.Message{}) } // want `inClosures commits \(pgx.BeginFunc, line 32\) and publishes \(kafka.Writer.WriteMessages\)`
 	return send()
 }
 
@@ -77,11 +77,11 @@ func watermill(tx *sql.Tx, pub message.Publisher) error {
 
 var handler = func(tx *sql.Tx, nc *nats.Conn) error {
 	_ = tx.Commit()
-	return nc.Publish("orders", nil) // want `a package-level function literal commits a transaction`
+	return nc.Publish("orders", nil) // want `the function literal at line 78 commits`
 }
 
 func suppressed(tx *sql.Tx, nc *nats.Conn) error {
 	_ = tx.Commit()
-	//coordvet:ignore dualwrite best-effort cache invalidation, consumers re-read the row
+	//coordvet:ignore dualwrite owner=platform expires=2026-09-30 best-effort cache invalidation, consumers re-read the row
 	return nc.Publish("cache.invalidate", nil)
 }

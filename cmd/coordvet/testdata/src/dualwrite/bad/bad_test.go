@@ -11,5 +11,5 @@ func TestHelper(t *testing.T) {
 	var tx *sql.Tx
 	var nc *nats.Conn
 	_ = tx.Commit()
-	_ = nc.Publish("orders", nil) // want `TestHelper commits a transaction`
+	_ = nc.Publish("orders", nil) // want `TestHelper commits`
 }

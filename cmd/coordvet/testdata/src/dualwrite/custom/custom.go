@@ -8,5 +8,5 @@ import (
 
 func inHouse(tx *sql.Tx, c *bus.Client) error {
 	_ = tx.Commit()
-	return c.Send("orders", nil) // want `dualwrite: inHouse commits a transaction \(sql.Tx.Commit, line 10\) and publishes to a broker \(bus.Client.Send\)`
+	return c.Send("orders", nil) // want `dualwrite: inHouse commits \(sql.Tx.Commit, line 10\) and publishes \(bus.Client.Send\)`
 }

@@ -5,13 +5,14 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 )
 
-func charge(ctx context.Context, tok coord.Token) error { return nil }
+func charge(ctx context.Context, tok coord.Token) error { return pgfence.GuardTx(ctx, nil, tok) }
 func chargeUnfenced(ctx context.Context) error          { return nil }
 
 func discardedStmt(ctx context.Context, s *correctnesslease.Session) {
-	correctnesslease.Acquire(ctx, s, "billing") // want `fencetoken: correctness lease from Acquire is discarded, so its fencing token can never reach a resource; breaks RFC MUST 3 .*\(see docs/vet.md#fencetoken\)`
+	correctnesslease.Acquire(ctx, s, "billing") // want `fencetoken: the lease from Acquire is discarded: its token reaches no resource; fix: keep the lease and pass its token with every write \(RFC MUST 3\)`
 }
 
 func discardedBlank(ctx context.Context, s *correctnesslease.Session) error {
@@ -33,7 +34,7 @@ func tokenDropped(ctx context.Context, l *correctnesslease.Lease) {
 }
 
 func heldNeverFenced(ctx context.Context, s *correctnesslease.Session) error {
-	lease, err := correctnesslease.Acquire(ctx, s, "billing") // want `lease lease is held but Token\(\) is never called on it and it never leaves the function`
+	lease, err := correctnesslease.Acquire(ctx, s, "billing") // want `the token of lease \(from Acquire\) reaches no write`
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func heldNeverFenced(ctx context.Context, s *correctnesslease.Session) error {
 }
 
 func runIgnoresToken(ctx context.Context, s *correctnesslease.Session) error {
-	err := correctnesslease.Run(ctx, s, "billing", func(ctx context.Context, tok coord.Token) error { // want `the callback's fencing token tok is never used`
+	err := correctnesslease.Run(ctx, s, "billing", func(ctx context.Context, tok coord.Token) error { // want `the callback's token tok reaches no write`
 		_ = tok
 		return chargeUnfenced(ctx)
 	}, nil)
@@ -68,7 +69,7 @@ func runIgnoresToken(ctx context.Context, s *correctnesslease.Session) error {
 }
 
 func suppressed(ctx context.Context, s *correctnesslease.Session) error {
-	//coordvet:ignore fencetoken leader only drives a metrics gauge, no writes
+	//coordvet:ignore fencetoken owner=platform expires=2026-09-30 leader only drives a metrics gauge, no writes
 	l, err := correctnesslease.Acquire(ctx, s, "gauge")
 	if err != nil {
 		return err

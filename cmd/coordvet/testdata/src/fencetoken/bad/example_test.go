@@ -11,7 +11,7 @@ import (
 func Example_unfenced() {
 	ctx := context.Background()
 	var s *correctnesslease.Session
-	l, _ := correctnesslease.Acquire(ctx, s, "billing") // want `lease l is held but Token\(\) is never called`
+	l, _ := correctnesslease.Acquire(ctx, s, "billing") // want `the token of l \(from Acquire\) reaches no write`
 	defer l.Release(ctx)
 	_ = chargeUnfenced(ctx)
 }

@@ -5,11 +5,14 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 )
 
-func charge(ctx context.Context, tok coord.Token) error { return nil }
+func charge(ctx context.Context, tok coord.Token) error { return pgfence.GuardTx(ctx, nil, tok) }
 
 type worker struct{ lease *correctnesslease.Lease }
+
+func (w *worker) run(ctx context.Context) { _ = charge(ctx, w.lease.Token()) }
 
 var global *correctnesslease.Lease
 
@@ -58,7 +61,7 @@ func stored(ctx context.Context, s *correctnesslease.Session, w *worker) error {
 	global, err = correctnesslease.Acquire(ctx, s, "other")
 	l2, err := correctnesslease.Acquire(ctx, s, "third")
 	w2 := &worker{lease: l2}
-	_ = w2
+	go w2.run(ctx)
 	ch := make(chan *correctnesslease.Lease, 1)
 	l3, _ := correctnesslease.Acquire(ctx, s, "fourth")
 	ch <- l3

@@ -7,7 +7,7 @@ import (
 )
 
 func TestZero(t *testing.T) {
-	if (coord.Token{}) != zero() { // want `coord.Token composite literal`
+	if (coord.Token{}) != zero() { // want `comparing with the coord.Token\{\} literal; fix: use !zero\(\).IsZero\(\)`
 		t.Fatal("zero")
 	}
 }

@@ -1,4 +1,4 @@
 package a
 
-//coordvet:ignore fencetoken // want `gives no reason`
+//coordvet:ignore fencetoken owner=payments expires=2026-09-30 // want `has no reason`
 var w = 6

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-redsync/redsync/v4" // want `pavedroad: import of redsync, a Redis lock without fencing tokens; breaks RFC MUST 3 .*fix: use correctnesslease.Acquire/Run .*\(see docs/vet.md#pavedroad\)`
+	"github.com/go-redsync/redsync/v4" // want `pavedroad: import of redsync, a Redis lock without fencing tokens; fix: use correctnesslease \(fenced\) or efficiencylock \(declared\) \(RFC MUST 3, 4\)`
 	"github.com/redis/go-redis/v9"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -30,12 +30,18 @@ func redisLocks(ctx context.Context, c *redis.Client, i redis.Cmdable, key strin
 const lockScript = `if redis.call("set", KEYS[1], ARGV[1], "nx") then return 1 end`
 
 func suppressed(s *concurrency.Session) {
-	//coordvet:ignore pavedroad migration shim, removed with ticket OPS-12
+	//coordvet:ignore pavedroad owner=platform expires=2026-09-30 migration shim, removed with ticket OPS-12
 	_ = concurrency.NewMutex(s, "/locks/legacy")
-	_ = concurrency.NewMutex(s, "/locks/legacy2") //coordvet:ignore pavedroad same shim
+	_ = concurrency.NewMutex(s, "/locks/legacy2") //coordvet:ignore pavedroad owner=platform expires=2026-09-30 same shim
 }
 
 func unusedDirective() {
-	//coordvet:ignore pavedroad nothing to silence here // want `pavedroad: unused directive: //coordvet:ignore pavedroad silences no pavedroad finding`
+	//coordvet:ignore pavedroad owner=platform expires=2026-09-30 nothing to silence here // want `pavedroad: unused exception: //coordvet:ignore pavedroad silences no pavedroad finding on this line or the next; fix: delete it`
 	_ = 1
+}
+
+// A SetNX whose key is a dedupe marker but which is released like a lock is a lock.
+func markerReleased(ctx context.Context, c *redis.Client, id string) {
+	c.SetNX(ctx, "seen:"+id, 1, time.Hour) // want `Redis SetNX used as a lock`
+	defer c.Del(ctx, "seen:"+id)
 }

@@ -2,6 +2,7 @@ package good
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/coordkit/coordkit/correctnesslease"
@@ -28,3 +29,13 @@ func ok(ctx context.Context, s *correctnesslease.Session, c *redis.Client, key s
 }
 
 func use(any) {}
+
+// A dedupe marker: SetNX answers "first time?" and the key expires; nothing is held.
+func firstDelivery(ctx context.Context, c *redis.Client, id string) (bool, error) {
+	return c.SetNX(ctx, "seen:"+id, 1, 24*time.Hour).Result()
+}
+
+func processedOnce(ctx context.Context, c *redis.Client, id string) bool {
+	ok, _ := c.SetNX(ctx, fmt.Sprintf("processed:%s", id), 1, time.Hour).Result()
+	return ok
+}

@@ -10,5 +10,5 @@ import (
 // prints it already.
 func inHouse(tx *sql.Tx, c *bus.Client) error {
 	_ = tx.Commit()
-	return c.Send("orders", nil) // want `^inHouse commits a transaction \(sql.Tx.Commit, line 12\) and publishes to a broker \(bus.Client.Send\)`
+	return c.Send("orders", nil) // want `^inHouse commits \(sql.Tx.Commit, line 12\) and publishes \(bus.Client.Send\)`
 }

@@ -17,4 +17,12 @@ type Beginner interface {
 	Begin(ctx context.Context) (Tx, error)
 }
 
+type TxOptions struct{}
+
 func BeginFunc(ctx context.Context, db Beginner, fn func(Tx) error) error { return nil }
+
+func BeginTxFunc(ctx context.Context, db Beginner, opts TxOptions, fn func(Tx) error) error {
+	return nil
+}
+
+type Rows interface{ Close() }

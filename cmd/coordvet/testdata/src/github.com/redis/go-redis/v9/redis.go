@@ -8,6 +8,13 @@ import (
 
 type Cmd struct{}
 type BoolCmd struct{}
+
+func (*BoolCmd) Result() (bool, error) { return true, nil }
+
+type IntCmd struct{}
+
+func (c cmdable) Del(ctx context.Context, keys ...string) *IntCmd { return nil }
+
 type StatusCmd struct{}
 
 type cmdable func(ctx context.Context, cmd any) error
