@@ -89,7 +89,9 @@ func (c *checker) checkDecl(decl ast.Decl) {
 		if fn == nil || !vetutil.IsSDK(vetutil.FuncPkg(fn)) || vetutil.FuncPkg(fn) == coordPkg {
 			return true
 		}
-		c.checkCallbacks(decl, call)
+		if !vetutil.IsPackage(c.pass.Pkg.Path(), vetutil.FuncPkg(fn)) { // a package's own examples are exempt
+			c.checkCallbacks(decl, call)
+		}
 		if recv := fn.Signature().Recv(); recv != nil && effects.IsHolder(recv.Type()) && fn.Name() == "Token" {
 			if dropped(parent, call, 0) {
 				f := vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "the result of " + vetutil.RecvName(fn) + ".Token() is dropped", Fix: fix}

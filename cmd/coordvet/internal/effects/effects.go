@@ -395,7 +395,9 @@ func (a *analyzer) factFromUnit(u *Unit) *Fact {
 		return ""
 	}
 	f.Commit = first(e.commits, false)
-	f.Publish = first(e.publishes, true)
+	if !vetutil.UnderPackage(a.pass.Pkg.Path(), vetutil.SDK+"/outbox") { // the relay is the sanctioned publisher
+		f.Publish = first(e.publishes, true)
+	}
 	f.Begin = first(e.begins, false)
 	for i := range e.txParams {
 		f.TxParams = append(f.TxParams, i)
@@ -492,6 +494,9 @@ func (a *analyzer) eval(u *Unit, seen map[*Unit]bool) effects {
 			if entry.TxParam >= 0 {
 				txParams = []int{entry.TxParam}
 			}
+		} else if a.table.known(vetutil.FuncPkg(fn)) {
+			// A driver or broker package of the table: the table is the
+			// authority (pgx's Conn.Ping runs an Exec; it writes nothing).
 		} else if isInterfaceMethod(fn) {
 			for kind, how := range a.ifaceEffects(fn) {
 				switch kind {
@@ -681,6 +686,9 @@ func (a *analyzer) isWrite(call *ast.CallExpr, e *Entry) bool {
 		}
 		s, ok := vetutil.ConstString(a.pass.TypesInfo, arg)
 		if !ok {
+			if p := constPrefix(a.pass.TypesInfo, arg); strings.TrimSpace(p) != "" {
+				return writesSQL(p) // "ROLLBACK TO SAVEPOINT " + name, "INSERT INTO " + table
+			}
 			return !e.Query
 		}
 		return writesSQL(s)
@@ -688,12 +696,24 @@ func (a *analyzer) isWrite(call *ast.CallExpr, e *Entry) bool {
 	return !e.Query
 }
 
-// writesSQL reports whether constant SQL changes data or schema.
+// writesSQL reports whether SQL (or its constant beginning) changes data:
+// its first keyword is a DML verb, or a WITH whose body holds one. Reads,
+// DDL, transaction control and session settings are not committed writes
+// an event could describe.
 func writesSQL(s string) bool {
-	up := strings.ToUpper(s)
-	for _, kw := range []string{"INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "TRUNCATE", "CREATE", "ALTER", "DROP", "COPY", "NOTIFY", "CALL"} {
-		if containsWord(up, kw) {
-			return true
+	up := strings.ToUpper(strings.TrimSpace(s))
+	first := up
+	if i := strings.IndexFunc(up, func(r rune) bool { return r < 'A' || r > 'Z' }); i >= 0 {
+		first = up[:i]
+	}
+	switch first {
+	case "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "COPY", "CALL", "COMMIT":
+		return true
+	case "WITH":
+		for _, kw := range []string{"INSERT", "UPDATE", "DELETE", "MERGE"} {
+			if containsWord(up, kw) {
+				return true
+			}
 		}
 	}
 	return false
@@ -734,3 +754,15 @@ func NewSet() *Set {
 
 // Default is the Set of the analyzers' package-level instances.
 var Default = NewSet()
+
+// constPrefix returns the constant text a string expression starts with.
+func constPrefix(info *types.Info, e ast.Expr) string {
+	e = ast.Unparen(e)
+	if s, ok := vetutil.ConstString(info, e); ok {
+		return s
+	}
+	if b, ok := e.(*ast.BinaryExpr); ok {
+		return constPrefix(info, b.X)
+	}
+	return ""
+}

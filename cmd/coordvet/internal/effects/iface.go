@@ -17,6 +17,9 @@ func (a *analyzer) ifaceEffects(m *types.Func) map[Kind]string {
 	}
 	out := map[Kind]string{}
 	a.ifaceKey[m] = out // cycles resolve to nothing
+	if m.Pkg() == nil {
+		return out // error.Error and other universe methods
+	}
 	iface := describe(m)
 	if m.Pkg() != nil && m.Pkg() != a.pass.Pkg {
 		f := new(Fact)

@@ -151,11 +151,12 @@ func (e *Entry) Matches(fn *types.Func) bool {
 type Table struct {
 	byName map[string][]*Entry
 	added  map[Kind][]string
+	pkgs   map[string]bool // packages with entries, outside the SDK
 }
 
 // NewTable returns the built-in table.
 func NewTable() *Table {
-	t := &Table{byName: map[string][]*Entry{}, added: map[Kind][]string{}}
+	t := &Table{byName: map[string][]*Entry{}, added: map[Kind][]string{}, pkgs: map[string]bool{}}
 	for _, e := range Builtin() {
 		t.insert(e)
 	}
@@ -164,6 +165,9 @@ func NewTable() *Table {
 
 func (t *Table) insert(e Entry) {
 	t.byName[e.name] = append(t.byName[e.name], &e)
+	if !vetutil.IsSDK(e.pkg) {
+		t.pkgs[e.pkg] = true
+	}
 }
 
 // Add adds comma-separated entries of one kind.
@@ -184,6 +188,10 @@ func (t *Table) Add(kind Kind, list string) error {
 
 // Added returns the entries of kind added to the built-in table, comma-separated.
 func (t *Table) Added(kind Kind) string { return strings.Join(t.added[kind], ",") }
+
+// known reports whether the table has entries for package path: its calls are
+// judged by the table alone, never by facts.
+func (t *Table) known(path string) bool { return t.pkgs[path] }
 
 // Lookup returns the entry for fn, or nil.
 func (t *Table) Lookup(fn *types.Func) *Entry {
