@@ -4,18 +4,23 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordkit/coordkit/cmd/coordvet/internal/vettest"
+	"github.com/coordkit/coordkit/cmd/coordvet/internal/vetutil"
 )
 
 // repoRoot is the SDK checkout this module lives in.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -27,21 +32,36 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// buildCoordvet builds this command, the binary users install.
-func buildCoordvet(t *testing.T) string {
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// buildCoordvet builds this command, the binary users install, once per run.
+func buildCoordvet(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "coordvet")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "coordvet-e2e-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "coordvet")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return binPath
 }
 
 // e2eModule lays out a temporary module that uses the real SDK through a
 // replace directive to the repository root, with the SDK's own requirements and
-// checksums, and the packages of testdata/e2e.
-func e2eModule(t *testing.T, root string) string {
+// checksums: testdata/e2e as e2e/..., testdata/corpus as corpus/....
+func e2eModule(t testing.TB, root string) string {
 	t.Helper()
 	dir := t.TempDir()
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
@@ -56,17 +76,28 @@ func e2eModule(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "go.sum"), string(sum))
-	for _, pkg := range []string{"bad", "good"} {
-		src, err := os.ReadFile(filepath.Join("testdata", "e2e", pkg, pkg+".go"))
+	for _, tree := range []string{"e2e", "corpus"} {
+		src := filepath.Join("testdata", tree)
+		err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			rel, _ := filepath.Rel("testdata", path)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			write(t, filepath.Join(dir, rel), string(b))
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(t, filepath.Join(dir, pkg, pkg+".go"), string(src))
 	}
 	return dir
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -79,25 +110,30 @@ func write(t *testing.T, path, content string) {
 // finding is file:line:check.
 type finding string
 
-var diagLine = regexp.MustCompile(`^(?:\./)?([^:\s]+\.go):(\d+):\d+: (pavedroad|fencetoken|forgedtoken|efficiencydecl|dualwrite|sagapivot|ignoredirective): `)
+func (f finding) file() string  { return string(f[:strings.Index(string(f), ":")]) }
+func (f finding) check() string { return string(f[strings.LastIndex(string(f), ":")+1:]) }
+func (f finding) line() string  { return string(f[:strings.LastIndex(string(f), ":")]) }
 
-// vet runs go vet -vettool over ./... in dir and returns the coordvet findings,
-// go vet's whole output, and how long it took.
-func vet(t *testing.T, bin, dir string, env ...string) ([]finding, string, time.Duration) {
-	t.Helper()
-	return runTool(t, dir, exec.Command("go", "vet", "-vettool="+bin, "./..."), env...)
+var diagLine = regexp.MustCompile(`^(?:\./)?([^:\s]+\.go):(\d+):\d+: (pavedroad|fencetoken|forgedtoken|efficiencydecl|dualwrite|sagapivot|ignoredirective): (.*)$`)
+
+// vetRun is one go vet -vettool run over a module: its findings, whole
+// output and duration.
+type vetRun struct {
+	found    []finding
+	messages []string
+	out      string
+	took     time.Duration
 }
 
 // runTool runs cmd in dir and collects the coordvet findings it prints, with
 // file names relative to dir.
-func runTool(t *testing.T, dir string, cmd *exec.Cmd, env ...string) ([]finding, string, time.Duration) {
+func runTool(t testing.TB, dir string, cmd *exec.Cmd, env ...string) vetRun {
 	t.Helper()
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	took := time.Since(start)
-	var found []finding
+	r := vetRun{out: string(out), took: time.Since(start)}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if m := diagLine.FindStringSubmatch(sc.Text()); m != nil {
@@ -105,34 +141,84 @@ func runTool(t *testing.T, dir string, cmd *exec.Cmd, env ...string) ([]finding,
 			if rel, err := filepath.Rel(dir, file); err == nil && filepath.IsAbs(file) {
 				file = rel
 			}
-			found = append(found, finding(filepath.ToSlash(file)+":"+m[2]+":"+m[3]))
+			r.found = append(r.found, finding(filepath.ToSlash(file)+":"+m[2]+":"+m[3]))
+			r.messages = append(r.messages, m[3]+": "+m[4])
 		}
 	}
-	if err != nil && len(found) == 0 {
+	if err != nil && len(r.found) == 0 {
 		t.Fatalf("%s failed without a coordvet finding: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
-	slices.Sort(found)
-	return found, string(out), took
+	// Anything else in the output (a type error after an SDK API change, a
+	// panic) fails loudly instead of passing as "fewer findings".
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" || strings.HasPrefix(line, "# ") || strings.Contains(line, ": \t") || diagLine.MatchString(line) {
+			continue
+		}
+		t.Fatalf("%s printed something that is not a coordvet finding (an SDK API change? update testdata):\n%s\n\nwhole output:\n%s", strings.Join(cmd.Args, " "), line, out)
+	}
+	slices.Sort(r.found)
+	return r
 }
 
-// expected reads the "e2e: check ..." markers of the e2e sources.
-func expected(t *testing.T) []finding {
+var (
+	moduleOnce sync.Once
+	moduleRun  vetRun
+	moduleDir  string
+)
+
+// vetModule vets the e2e and corpus module once per test binary run, with
+// -today pinned so the corpus's exceptions are judged on a fixed date.
+func vetModule(t *testing.T) (vetRun, string) {
+	t.Helper()
+	bin := buildCoordvet(t)
+	moduleOnce.Do(func() {
+		moduleDir = e2eModule(&onceTB{t}, repoRoot(t))
+		moduleRun = runTool(t, moduleDir, exec.Command("go", "vet", "-vettool="+bin, "-today="+vettest.Today, "./..."), "GOFLAGS=-mod=mod", "GOWORK=off")
+	})
+	if moduleDir == "" {
+		t.Fatal("the e2e module could not be vetted (see the first test that tried)")
+	}
+	return moduleRun, moduleDir
+}
+
+// onceTB keeps the module of the first test alive for the whole run.
+type onceTB struct{ *testing.T }
+
+func (o *onceTB) TempDir() string {
+	dir, err := os.MkdirTemp("", "coordvet-module-")
+	if err != nil {
+		o.Fatal(err)
+	}
+	return dir
+}
+
+// markers reads "<tag> check ..." comments under testdata/<tree>: the
+// findings expected on their lines.
+func markers(t *testing.T, tree, tag string) []finding {
 	t.Helper()
 	var want []finding
-	for _, pkg := range []string{"bad", "good"} {
-		src, err := os.ReadFile(filepath.Join("testdata", "e2e", pkg, pkg+".go"))
-		if err != nil {
-			t.Fatal(err)
+	err := filepath.WalkDir(filepath.Join("testdata", tree), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
 		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata", path)
 		for i, line := range strings.Split(string(src), "\n") {
-			_, marker, ok := strings.Cut(line, "// e2e: ")
+			_, marker, ok := strings.Cut(line, tag)
 			if !ok {
 				continue
 			}
 			for _, check := range strings.Fields(marker) {
-				want = append(want, finding(fmt.Sprintf("%s/%s.go:%d:%s", pkg, pkg, i+1, check)))
+				want = append(want, finding(fmt.Sprintf("%s:%d:%s", filepath.ToSlash(rel), i+1, check)))
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	slices.Sort(want)
 	return want
@@ -142,42 +228,116 @@ func expected(t *testing.T) []finding {
 // the real SDK. A finding that disappears means an analyzer no longer matches
 // the SDK's names (stub drift); a new one is a false positive.
 func TestEndToEnd(t *testing.T) {
-	root := repoRoot(t)
-	bin := buildCoordvet(t)
-	dir := e2eModule(t, root)
-	got, out, took := vet(t, bin, dir, "GOFLAGS=-mod=mod", "GOWORK=off")
-	want := expected(t)
+	run, dir := vetModule(t)
+	var got []finding
+	for _, f := range run.found {
+		if strings.HasPrefix(f.file(), "e2e/") {
+			got = append(got, f)
+		}
+	}
+	want := markers(t, "e2e", "// e2e: ")
 	if len(want) < 10 {
 		t.Fatalf("only %d expectations read from testdata/e2e; the markers are broken", len(want))
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("findings differ\n got: %v\nwant: %v\ngo vet output:\n%s", got, want, out)
+		t.Fatalf("findings differ\n got: %v\nwant: %v\ngo vet output:\n%s", got, want, run.out)
 	}
 	checks := map[string]bool{}
 	for _, f := range got {
-		checks[string(f[strings.LastIndex(string(f), ":")+1:])] = true
+		checks[f.check()] = true
 	}
-	for _, c := range []string{"pavedroad", "fencetoken", "forgedtoken", "efficiencydecl", "dualwrite", "sagapivot", "ignoredirective"} {
+	for _, c := range append(vetutil.CheckNames(), "ignoredirective") {
 		if !checks[c] {
 			t.Errorf("check %s fired nowhere against the real SDK", c)
 		}
 	}
-	if !strings.Contains(out, "(see docs/vet.md#pavedroad)") || !strings.Contains(out, "breaks RFC MUST 3") {
-		t.Errorf("diagnostics do not name the RFC rule and the docs link:\n%s", out)
+	for _, m := range run.messages {
+		if n := len([]rune(m)); n > vetutil.MaxMessage {
+			t.Errorf("message of %d characters (limit %d): %s", n, vetutil.MaxMessage, m)
+		}
+		if !strings.Contains(m, "(RFC ") {
+			t.Errorf("message does not name its RFC rule: %s", m)
+		}
 	}
-	t.Logf("%d findings as expected, go vet -vettool took %v", len(got), took.Round(time.Millisecond))
+	t.Logf("%d findings as expected, go vet -vettool over e2e+corpus took %v", len(got), run.took.Round(time.Millisecond))
 
 	// The same binary standalone (go/packages loading, tests included).
-	got, out, took = runTool(t, dir, exec.Command(bin, "./..."), "GOFLAGS=-mod=mod", "GOWORK=off")
-	if !slices.Equal(got, want) {
-		t.Fatalf("standalone findings differ\n got: %v\nwant: %v\noutput:\n%s", got, want, out)
+	bin := buildCoordvet(t)
+	alone := runTool(t, dir, exec.Command(bin, "-today="+vettest.Today, "./e2e/..."), "GOFLAGS=-mod=mod", "GOWORK=off")
+	if !slices.Equal(alone.found, want) {
+		t.Fatalf("standalone findings differ\n got: %v\nwant: %v\noutput:\n%s", alone.found, want, alone.out)
 	}
-	t.Logf("standalone coordvet ./...: same %d findings in %v", len(got), took.Round(time.Millisecond))
+	t.Logf("standalone coordvet ./e2e/...: same %d findings in %v", len(alone.found), alone.took.Round(time.Millisecond))
+}
+
+// TestCorpus measures coordvet on the fixture corpus (testdata/corpus, real SDK
+// and drivers): recall over the marked cases and false findings per corrected
+// negative case. Targets: recall ≥ 95 %, ≤ 1 false finding per 20 negatives.
+func TestCorpus(t *testing.T) {
+	run, _ := vetModule(t)
+	want := markers(t, "corpus", "// corpus: ")
+	negatives := 0
+	filepath.WalkDir(filepath.Join("testdata", "corpus"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+			b, _ := os.ReadFile(path)
+			negatives += strings.Count(string(b), "//corpus:negative\n")
+		}
+		return nil
+	})
+	got := map[finding]bool{}
+	for _, f := range run.found {
+		if strings.HasPrefix(f.file(), "corpus/") {
+			got[f] = true
+		}
+	}
+	expected := map[finding]bool{}
+	found, perCheck := 0, map[string][2]int{}
+	for _, w := range want {
+		expected[w] = true
+		c := perCheck[w.check()]
+		c[1]++
+		if got[w] {
+			found++
+			c[0]++
+		} else {
+			t.Logf("missed: %s", w)
+		}
+		perCheck[w.check()] = c
+	}
+	var false_ []finding
+	for f := range got {
+		if !expected[f] {
+			false_ = append(false_, f)
+		}
+	}
+	slices.Sort(false_)
+	for _, f := range false_ {
+		t.Logf("false finding: %s", f)
+	}
+	if len(want) < 30 || negatives < len(want) {
+		t.Fatalf("corpus too small: %d positive cases, %d negatives (want ≥ 30 and at least as many negatives)", len(want), negatives)
+	}
+	recall := float64(found) / float64(len(want))
+	falseRate := float64(len(false_)) / float64(negatives)
+	var checks []string
+	for c, n := range perCheck {
+		checks = append(checks, fmt.Sprintf("%s %d/%d", c, n[0], n[1]))
+	}
+	slices.Sort(checks)
+	t.Logf("corpus: recall %d/%d = %.1f %%; false findings %d over %d negative cases = %.3f per negative (%s)",
+		found, len(want), 100*recall, len(false_), negatives, falseRate, strings.Join(checks, ", "))
+	if recall < 0.95 {
+		t.Errorf("recall %.1f %% < 95 %%", 100*recall)
+	}
+	if falseRate > 1.0/20 {
+		t.Errorf("%.3f false findings per negative > 1 per 20", falseRate)
+	}
 }
 
 // TestRepositoryIsClean runs coordvet over the whole SDK, its examples and its
 // tests, and over the bench module (which uses the raw peers on purpose): the
-// paved road must not trip its own checks (no false positives).
+// paved road must not trip its own checks (no false positives). New packages
+// need nothing here: the whole module is vetted.
 func TestRepositoryIsClean(t *testing.T) {
 	root := repoRoot(t)
 	bin := buildCoordvet(t)
@@ -189,10 +349,10 @@ func TestRepositoryIsClean(t *testing.T) {
 			}
 			continue // an optional module not in this checkout
 		}
-		got, out, took := vet(t, bin, dir, "GOWORK=off")
-		if len(got) > 0 {
-			t.Fatalf("coordvet reports %d findings in module %s:\n%s", len(got), mod, out)
+		r := runTool(t, dir, exec.Command("go", "vet", "-vettool="+bin, "./..."), "GOWORK=off")
+		if len(r.found) > 0 {
+			t.Fatalf("coordvet reports %d findings in module %s:\n%s", len(r.found), mod, r.out)
 		}
-		t.Logf("go vet -vettool=coordvet ./... in module %s: clean in %v", mod, took.Round(time.Millisecond))
+		t.Logf("go vet -vettool=coordvet ./... in module %s: clean in %v", mod, r.took.Round(time.Millisecond))
 	}
 }

@@ -80,6 +80,8 @@ func run(pass *analysis.Pass) (any, error) {
 	return r.Finish(), nil
 }
 
+const number = "a formatted number"
+
 func isToken(t types.Type) bool { return vetutil.IsNamed(t, coordPkg, "Token", false) }
 
 func isTokenPtr(t types.Type) bool { return vetutil.IsNamed(t, coordPkg, "Token", true) }
@@ -191,6 +193,9 @@ func (c *checker) madeHere(e ast.Expr, depth int) string {
 	case *ast.BinaryExpr:
 		if e.Op == token.ADD {
 			x, y := c.madeHere(e.X, depth+1), c.madeHere(e.Y, depth+1)
+			if x == number || y == number {
+				return number // lease + "@" + strconv.Itoa(n): the revision is made up here
+			}
 			if x != "" && y != "" {
 				if x == "a constant" {
 					return y
@@ -205,11 +210,11 @@ func (c *checker) madeHere(e ast.Expr, depth int) string {
 		fn := vetutil.Callee(info, e)
 		switch pkg := vetutil.FuncPkg(fn); {
 		case pkg == "strconv" && (strings.HasPrefix(fn.Name(), "Format") || strings.HasPrefix(fn.Name(), "Append") || fn.Name() == "Itoa"):
-			return "a formatted number"
+			return number
 		case pkg == "fmt" && (strings.HasPrefix(fn.Name(), "Sprint") || strings.HasPrefix(fn.Name(), "Append")):
 			for _, arg := range e.Args {
 				if b, ok := info.TypeOf(arg).Underlying().(*types.Basic); ok && b.Info()&types.IsNumeric != 0 {
-					return "a formatted number"
+					return number
 				}
 			}
 			all := len(e.Args) > 0

@@ -37,8 +37,11 @@ type Fact struct {
 	// TxParams are the indexes of function parameters run inside a transaction.
 	TxParams []int
 	// TokenParams are the indexes of token or token-holder parameters whose
-	// token reaches a write (a fence, a query argument, a header, a return).
+	// token reaches a write (a fence, a query argument, a header, a store).
 	TokenParams []int
+	// ReturnParams are those whose token flows into a result: the caller
+	// follows the result.
+	ReturnParams []int
 	// HasTokenParams is true when the function has token or token-holder
 	// parameters, so TokenParams is known (empty: none reaches a write).
 	HasTokenParams bool
@@ -58,7 +61,7 @@ func (f *Fact) empty() bool {
 // same compares what a fixpoint iteration may change.
 func (f *Fact) same(g *Fact) bool {
 	return (f.Commit == "") == (g.Commit == "") && (f.Publish == "") == (g.Publish == "") && (f.Begin == "") == (g.Begin == "") &&
-		slices.Equal(f.TxParams, g.TxParams) && slices.Equal(f.TokenParams, g.TokenParams)
+		slices.Equal(f.TxParams, g.TxParams) && slices.Equal(f.TokenParams, g.TokenParams) && slices.Equal(f.ReturnParams, g.ReturnParams)
 }
 
 // New returns the effects analyzer over table. Every analyzer of one run
@@ -359,7 +362,7 @@ func (a *analyzer) fixpoint() {
 		for fn, u := range a.decls {
 			f := a.factFromUnit(u)
 			tok := a.tokenParams(u)
-			f.TokenParams, f.HasTokenParams = tok.consumed, tok.has
+			f.TokenParams, f.ReturnParams, f.HasTokenParams = tok.consumed, tok.returned, tok.has
 			old := a.facts[fn]
 			if old == nil || !old.same(f) {
 				if old != nil { // keep the first explanations: they do not change the verdict

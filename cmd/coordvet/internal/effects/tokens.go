@@ -55,12 +55,14 @@ type NonUse struct {
 // comparing it, assigning it to _ and handing it to a helper whose fact says
 // the token goes nowhere are not uses; they are returned for the message.
 func (r *Result) Reaches(body ast.Node, seed *types.Var) (bool, []NonUse) {
-	return r.a.reaches(body, seed)
+	used, returned, non := r.a.reaches(body, seed)
+	return used || returned, non
 }
 
 type tokenParams struct {
 	has      bool
 	consumed []int
+	returned []int
 }
 
 func (a *analyzer) tokenParams(u *Unit) tokenParams {
@@ -81,8 +83,12 @@ func (a *analyzer) tokenParams(u *Unit) tokenParams {
 			if IsToken(t) || IsHolder(t) {
 				out.has = true
 				if v, ok := a.pass.TypesInfo.Defs[n].(*types.Var); ok && n.Name != "_" {
-					if used, _ := a.reaches(fd.Body, v); used {
+					used, returned, _ := a.reaches(fd.Body, v)
+					if used {
 						out.consumed = append(out.consumed, i)
+					}
+					if returned {
+						out.returned = append(out.returned, i)
 					}
 				}
 			}
@@ -98,11 +104,11 @@ type flow struct {
 	tainted map[*types.Var]bool
 }
 
-func (a *analyzer) reaches(body ast.Node, seed *types.Var) (bool, []NonUse) {
+// reaches reports whether seed's token reaches a write in body, and whether it
+// flows into a result.
+func (a *analyzer) reaches(body ast.Node, seed *types.Var) (used, returned bool, non []NonUse) {
 	fl := &flow{a: a, info: a.pass.TypesInfo, tainted: map[*types.Var]bool{seed: true}}
 	fl.propagate(body)
-	var non []NonUse
-	used := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if used {
 			return false
@@ -117,7 +123,7 @@ func (a *analyzer) reaches(body ast.Node, seed *types.Var) (bool, []NonUse) {
 		case *ast.ReturnStmt:
 			for _, res := range n.Results {
 				if fl.carries(res) {
-					used = true
+					returned = true
 				}
 			}
 		case *ast.SendStmt:
@@ -140,7 +146,7 @@ func (a *analyzer) reaches(body ast.Node, seed *types.Var) (bool, []NonUse) {
 		}
 		return true
 	})
-	return used, non
+	return used, returned, non
 }
 
 // propagate taints the local variables assigned from tainted expressions.
@@ -238,8 +244,7 @@ func (fl *flow) carries(e ast.Expr) bool {
 		case callLog, callOtherHolderMethod:
 			return false
 		case callFact:
-			used, _ := fl.callUse(e) // a helper that drops the token does not return it
-			return used
+			return fl.factCarries(e) // a helper returns the token, or a value made from it
 		}
 		for _, arg := range e.Args {
 			if fl.carries(arg) {
@@ -338,6 +343,27 @@ func (fl *flow) classify(call *ast.CallExpr) callKind {
 	return callUnknown
 }
 
+// factCarries reports whether a helper's result carries the token: a carrying
+// argument goes to a parameter the fact says is used or returned.
+func (fl *flow) factCarries(call *ast.CallExpr) bool {
+	fn := vetutil.Callee(fl.info, call)
+	f := fl.a.factOf(fn)
+	sig := fn.Signature()
+	for i, arg := range call.Args {
+		if !fl.carries(arg) {
+			continue
+		}
+		pi := min(i, sig.Params().Len()-1)
+		if pi < 0 || slices.Contains(f.TokenParams, pi) || slices.Contains(f.ReturnParams, pi) {
+			return true
+		}
+		if pt := sig.Params().At(pi).Type(); !IsToken(pt) && !IsHolder(pt) {
+			return true
+		}
+	}
+	return false
+}
+
 // callUse reports whether a call with a token-carrying argument (or receiver)
 // is a use, or else where the token went instead.
 func (fl *flow) callUse(call *ast.CallExpr) (bool, *NonUse) {
@@ -384,6 +410,9 @@ func (fl *flow) callUse(call *ast.CallExpr) (bool, *NonUse) {
 			}
 			if slices.Contains(f.TokenParams, pi) {
 				return true, nil
+			}
+			if slices.Contains(f.ReturnParams, pi) {
+				return false, nil // the result carries it on
 			}
 		}
 		if recvCarries && carrying < 0 {

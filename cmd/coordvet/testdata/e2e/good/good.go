@@ -7,6 +7,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/coordkit/coordkit/efficiencylock"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/saga"
@@ -19,7 +20,12 @@ type Order struct{}
 
 func noop(ctx context.Context, sc saga.StepContext, o *Order) error { return nil }
 
-func charge(ctx context.Context, tok coord.Token) error { return nil }
+// ledger is where charges land, fenced.
+var ledger pgfence.Beginner
+
+func charge(ctx context.Context, tok coord.Token) error {
+	return pgfence.Exec(ctx, ledger, tok, func(tx pgx.Tx) error { return nil })
+}
 
 func PlainRedis(ctx context.Context, s *concurrency.Session, rdb *redis.Client) {
 	_ = s.Lease()
@@ -62,6 +68,6 @@ func OnePivot() (*saga.Definition[Order], error) {
 }
 
 func Silenced(ctx context.Context, s *concurrency.Session) {
-	//coordvet:ignore pavedroad migration shim, removed with ticket OPS-12
+	//coordvet:ignore pavedroad owner=platform expires=2026-09-30 migration shim, removed with ticket OPS-12
 	_ = concurrency.NewMutex(s, "/locks/legacy")
 }
