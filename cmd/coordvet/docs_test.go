@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coordkit/coordkit/cmd/coordvet/internal/effects"
 	"github.com/coordkit/coordkit/cmd/coordvet/suite"
 )
 
@@ -16,8 +17,20 @@ var update = flag.Bool("update", false, "rewrite the generated part of docs/vet.
 
 const (
 	beginChecks = "<!-- BEGIN GENERATED: the checks, from each analyzer's doc.go (go test ./cmd/coordvet -run TestVetMD -update) -->\n"
-	endChecks   = "<!-- END GENERATED -->\n"
+	beginTable  = "<!-- BEGIN GENERATED: the table, from internal/effects/table.go (go test ./cmd/coordvet -run TestVetMD -update) -->\n"
+	endMarker   = "<!-- END GENERATED -->\n"
 )
+
+// replaceBlock replaces the generated block that starts with begin.
+func replaceBlock(t *testing.T, md, begin, content string) string {
+	t.Helper()
+	head, rest, ok1 := strings.Cut(md, begin)
+	_, tail, ok2 := strings.Cut(rest, endMarker)
+	if !ok1 || !ok2 {
+		t.Fatalf("docs/vet.md: generated-section markers %q missing", strings.TrimSpace(begin))
+	}
+	return head + begin + "\n" + content + "\n" + endMarker + tail
+}
 
 // checksMarkdown renders every analyzer's Doc (taken from its doc.go) as a
 // section of docs/vet.md, anchored by the analyzer's name.
@@ -39,7 +52,8 @@ func checksMarkdown() string {
 }
 
 // TestVetMD keeps docs/vet.md's per-check sections identical to the analyzers'
-// doc.go, the single source of their documentation.
+// doc.go, the single source of their documentation, and its "What counts"
+// table identical to internal/effects/table.go, the one table the checks read.
 func TestVetMD(t *testing.T) {
 	path := filepath.Join("..", "..", "docs", "vet.md")
 	raw, err := os.ReadFile(path)
@@ -47,12 +61,8 @@ func TestVetMD(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := string(raw)
-	head, rest, ok1 := strings.Cut(md, beginChecks)
-	_, tail, ok2 := strings.Cut(rest, endChecks)
-	if !ok1 || !ok2 {
-		t.Fatalf("%s: generated-section markers missing", path)
-	}
-	want := head + beginChecks + "\n" + checksMarkdown() + endChecks + tail
+	want := replaceBlock(t, md, beginChecks, strings.TrimSuffix(checksMarkdown(), "\n"))
+	want = replaceBlock(t, want, beginTable, effects.Markdown())
 	if md == want {
 		return
 	}

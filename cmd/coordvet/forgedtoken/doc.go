@@ -3,7 +3,7 @@
 //
 // # Analyzer forgedtoken
 //
-// forgedtoken: report a coord.Token built outside the SDK
+// forgedtoken: report a coord.Token built or parsed from text made inside the process
 //
 // A fencing token is only worth something if it came from etcd: correctnesslease
 // mints it from the create revision of the holder's key when the lease is
@@ -11,27 +11,33 @@
 // stale holder could outbid its successor. The check reports, in packages
 // outside github.com/coordkit/coordkit, test files included:
 //
+//   - coord.ParseToken(s) or tok.UnmarshalText(b) whose text was made in this
+//     process: a constant, a number formatted with strconv or fmt (a revision
+//     kept in your own table and turned back into a token), a concatenation
+//     of those, or a local variable only ever assigned such text;
 //   - a composite literal of type coord.Token (the only one that compiles is
-//     coord.Token{}, the zero token every resource rejects);
+//     the zero token, which every resource rejects), except the zero token
+//     returned beside a non-nil error (return coord.Token{}, err);
+//   - a comparison with coord.Token{}, with the suggested fix tok.IsZero();
 //   - a conversion to coord.Token or *coord.Token (for example from an
 //     unsafe.Pointer);
 //   - a //go:linkname directive that reaches into package coord.
 //
-// The fix: take the token from (*correctnesslease.Lease).Token() or the tok
-// parameter of correctnesslease.Run; a resource that receives a token over the
-// wire parses it with coord.ParseToken. Code that needs the zero token
-// declares it (var zero coord.Token) and tests for it with tok.IsZero().
+// Text received from outside the process — a header, a request body, a
+// parameter, a config map, a real token's String() — is parsed as it should
+// be. The fix: take the token from a holder's Token() or the tok parameter of
+// correctnesslease.Run; declare the zero token as var zero coord.Token.
 //
 // Bad:
 //
-//	tok := *(*coord.Token)(unsafe.Pointer(&myToken{lease: "billing", rev: 1 << 40}))
-//	ledger.Charge(ctx, tok, invoice)
+//	tok, err := coord.ParseToken(fmt.Sprintf("billing@%d", savedRevision))
+//	if tok == (coord.Token{}) { … }
 //
 // Good:
 //
 //	tok, err := coord.ParseToken(r.Header.Get(coord.TokenHeader))
 //	if err != nil {
-//		return err
+//		return coord.Token{}, err
 //	}
-//	ledger.Charge(ctx, tok, invoice)
+//	if tok.IsZero() { … }
 package forgedtoken

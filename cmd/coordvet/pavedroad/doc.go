@@ -19,6 +19,13 @@
 //     ScriptLoad or NewScript;
 //   - every import of github.com/go-redsync/redsync.
 //
+// A dedupe marker is not a lock: SetNX on a key whose constant prefix names
+// one (seen:, dedup:, dedupe:, processed:, handled:, idem:, idempotency:,
+// once:, done:, consumed:, delivered:) answers "first time?" and is never
+// released, so it is not reported — unless the same function deletes or
+// extends that key (Del, Unlink, Expire, a script), which is how a lock is
+// released.
+//
 // Test files (_test.go) are exempt: tests and benchmarks may compare against the
 // raw primitives. The fix is the paved road: correctnesslease for a single
 // owner whose writes must be fenced, efficiencylock with a declared reason for

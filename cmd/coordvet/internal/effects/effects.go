@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/build"
+	"go/token"
 	"go/types"
 	"path/filepath"
 	"reflect"
@@ -50,6 +51,17 @@ type Fact struct {
 // AFact marks Fact as an analysis fact.
 func (*Fact) AFact() {}
 
+// Relevant is the package fact of a package that can commit, publish or hold
+// a token: it imports the SDK, a package of the table, or a relevant package.
+// A package that is not relevant is skipped whole, which keeps the cost of the
+// facts over a large dependency graph (etcd, grpc, otel) near zero.
+type Relevant struct{}
+
+// AFact marks Relevant as an analysis fact.
+func (*Relevant) AFact() {}
+
+func (*Relevant) String() string { return "relevant" }
+
 func (f *Fact) String() string {
 	return fmt.Sprintf("effects(commit=%q publish=%q begin=%q tx=%v tokens=%v)", f.Commit, f.Publish, f.Begin, f.TxParams, f.TokenParams)
 }
@@ -72,7 +84,7 @@ func New(table *Table) *analysis.Analyzer {
 		Doc:        "compute commits, publishes, transaction callbacks and token use per function, as facts (no diagnostics of its own)",
 		URL:        vetutil.DocURL + "#what-counts",
 		Requires:   []*analysis.Analyzer{vetutil.Exceptions},
-		FactTypes:  []analysis.Fact{new(Fact)},
+		FactTypes:  []analysis.Fact{new(Fact), new(Relevant)},
 		ResultType: reflect.TypeOf((*Result)(nil)),
 		Run:        func(pass *analysis.Pass) (any, error) { return run(pass, table) },
 	}
@@ -153,9 +165,10 @@ var goroot = filepath.Clean(build.Default.GOROOT)
 func run(pass *analysis.Pass, table *Table) (any, error) {
 	a := &analyzer{pass: pass, table: table, facts: map[*types.Func]*Fact{}, decls: map[*types.Func]*Unit{}, byNode: map[ast.Node]*Unit{}}
 	res := &Result{a: a}
-	if isStdlib(pass) {
-		return res, nil // nothing in the standard library commits, publishes or holds a token
+	if isStdlib(pass) || !a.relevant() {
+		return res, nil // nothing here commits, publishes or holds a token
 	}
+	pass.ExportPackageFact(new(Relevant))
 	if set, ok := pass.ResultOf[vetutil.Exceptions].(*vetutil.ExceptionSet); ok {
 		a.excepted = set.Valid("dualwrite")
 	}
@@ -197,6 +210,31 @@ func run(pass *analysis.Pass, table *Table) (any, error) {
 	res.Units = a.units
 	a.exportFacts()
 	return res, nil
+}
+
+// relevant reports whether the package imports the SDK, a package of the
+// table, or a package that is itself relevant.
+func (a *analyzer) relevant() bool {
+	if vetutil.IsSDK(a.pass.Pkg.Path()) || a.table.known(a.pass.Pkg.Path()) {
+		return true
+	}
+	for _, imp := range a.pass.Pkg.Imports() {
+		if vetutil.IsSDK(imp.Path()) || a.table.known(imp.Path()) || a.pass.ImportPackageFact(imp, new(Relevant)) {
+			return true
+		}
+	}
+	return false
+}
+
+// inGoroot reports whether pos lies in the standard library (GOROOT, which
+// export data may spell "$GOROOT").
+func (a *analyzer) inGoroot(pos token.Pos) bool {
+	f := a.pass.Fset.File(pos)
+	if f == nil {
+		return false
+	}
+	name := filepath.Clean(f.Name())
+	return strings.HasPrefix(name, goroot+string(filepath.Separator)) || strings.HasPrefix(f.Name(), "$GOROOT/")
 }
 
 func isStdlib(pass *analysis.Pass) bool {

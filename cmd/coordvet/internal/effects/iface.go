@@ -17,8 +17,8 @@ func (a *analyzer) ifaceEffects(m *types.Func) map[Kind]string {
 	}
 	out := map[Kind]string{}
 	a.ifaceKey[m] = out // cycles resolve to nothing
-	if m.Pkg() == nil {
-		return out // error.Error and other universe methods
+	if m.Pkg() == nil || a.inGoroot(m.Pos()) && !a.table.known(m.Pkg().Path()) {
+		return out // error.Error, io.Writer.Write, context.Context.Done: the standard library's interfaces
 	}
 	iface := describe(m)
 	if m.Pkg() != nil && m.Pkg() != a.pass.Pkg {
