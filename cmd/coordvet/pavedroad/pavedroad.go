@@ -56,7 +56,7 @@ func run(pass *analysis.Pass) (any, error) {
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			if path == redsync || strings.HasPrefix(path, redsync+"/") {
-				r.Report(vetutil.Finding{Pos: imp.Pos(), What: "import of redsync, a Redis lock without fencing tokens", Fix: fixLease})
+				r.Report(vetutil.Finding{Pos: imp.Pos(), End: imp.End(), What: "import of redsync, a Redis lock without fencing tokens", Fix: fixLease})
 			}
 		}
 		for _, decl := range f.Decls {
@@ -84,7 +84,7 @@ func checkCall(pass *analysis.Pass, r *vetutil.Reporter, decl ast.Decl, call *as
 	case pkg == etcdConcurrency:
 		switch fn.Name() {
 		case "NewMutex", "NewLocker", "NewElection":
-			r.Report(vetutil.Finding{Pos: call.Pos(), What: "concurrency." + fn.Name() + " grants authority without a fencing token", Fix: fixLease})
+			r.Report(vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "concurrency." + fn.Name() + " grants authority without a fencing token", Fix: fixLease})
 		}
 	case isRedisPkg(pkg):
 		switch fn.Name() {
@@ -92,15 +92,15 @@ func checkCall(pass *analysis.Pass, r *vetutil.Reporter, decl ast.Decl, call *as
 			if len(call.Args) > 1 && dedupeMarker(pass, decl, call.Args[1]) {
 				return // a "seen:<id>" marker set once and never released is not a lock
 			}
-			r.Report(vetutil.Finding{Pos: call.Pos(), What: "Redis SetNX used as a lock", Fix: fixLease})
+			r.Report(vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "Redis SetNX used as a lock", Fix: fixLease})
 		case "Do":
 			if doSetNX(pass.TypesInfo, call.Args) {
-				r.Report(vetutil.Finding{Pos: call.Pos(), What: "Redis SET … NX sent through Do, used as a lock", Fix: fixLease})
+				r.Report(vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "Redis SET … NX sent through Do, used as a lock", Fix: fixLease})
 			}
 		case "Eval", "EvalRO", "EvalSha", "EvalShaRO", "ScriptLoad", "NewScript":
 			for _, a := range call.Args {
 				if s, ok := vetutil.ConstString(pass.TypesInfo, a); ok && setNXScript.MatchString(s) {
-					r.Report(vetutil.Finding{Pos: call.Pos(), What: "Lua script with SET … NX, used as a lock", Fix: fixLease})
+					r.Report(vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "Lua script with SET … NX, used as a lock", Fix: fixLease})
 					return
 				}
 			}
@@ -141,7 +141,7 @@ func checkSetArgs(pass *analysis.Pass, r *vetutil.Reporter, lit *ast.CompositeLi
 		}
 		if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Mode" {
 			if s, ok := vetutil.ConstString(pass.TypesInfo, kv.Value); ok && strings.EqualFold(s, "nx") {
-				r.Report(vetutil.Finding{Pos: lit.Pos(), What: "Redis SET with Mode NX used as a lock", Fix: fixLease})
+				r.Report(vetutil.Finding{Pos: lit.Pos(), End: lit.End(), What: "Redis SET with Mode NX used as a lock", Fix: fixLease})
 			}
 		}
 	}

@@ -98,25 +98,25 @@ func checkDefinition(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExp
 		switch s.kind {
 		case "Pivot":
 			if pivot >= 0 {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a second pivot in one saga definition", Fix: "keep one pivot (the point of no return); make the other step Compensatable before it or Retriable after it"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), End: s.call.End(), What: "a second pivot in one saga definition", Fix: "keep one pivot (the point of no return); make the other step Compensatable before it or Retriable after it"})
 				continue
 			}
 			pivot = i
 		case "Compensatable":
 			if len(s.call.Args) >= 3 && isNil(pass.TypesInfo, s.call.Args[2]) {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step with a nil compensation cannot be undone", Fix: "give the step an idempotent compensation, or make it the pivot"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), End: s.call.End(), What: "a Compensatable step with a nil compensation cannot be undone", Fix: "give the step an idempotent compensation, or make it the pivot"})
 			}
 			if pivot >= 0 {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Compensatable step after the pivot is never compensated", Fix: "move it before the pivot, or make it Retriable"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), End: s.call.End(), What: "a Compensatable step after the pivot is never compensated", Fix: "move it before the pivot, or make it Retriable"})
 			}
 		case "Retriable":
 			if hasPivot && pivot < 0 {
-				r.Report(vetutil.Finding{Pos: s.call.Pos(), What: "a Retriable step before the pivot has no compensation, so a later failure cannot undo it", Fix: "make it Compensatable, or move it after the pivot"})
+				r.Report(vetutil.Finding{Pos: s.call.Pos(), End: s.call.End(), What: "a Retriable step before the pivot has no compensation, so a later failure cannot undo it", Fix: "make it Compensatable, or move it after the pivot"})
 			}
 		}
 	}
 	if !hasPivot {
-		r.Report(vetutil.Finding{Pos: call.Pos(), What: "saga definition without a pivot", Fix: "declare the point of no return with saga.Pivot(name, action) between the compensatable and the retriable steps"})
+		r.Report(vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "saga definition without a pivot", Fix: "declare the point of no return with saga.Pivot(name, action) between the compensatable and the retriable steps"})
 	}
 }
 
