@@ -356,3 +356,39 @@ func TestRepositoryIsClean(t *testing.T) {
 		t.Logf("go vet -vettool=coordvet ./... in module %s: clean in %v", mod, r.took.Round(time.Millisecond))
 	}
 }
+
+// TestVetCacheSeesExpiry: go vet caches a package's result by the tool's
+// -V=full build ID and the flags, not the environment. The build ID carries
+// the date exceptions are judged on, so the same vet command run on a later
+// COORDVET_TODAY reports an exception that expired in between instead of
+// replaying the cached verdict.
+func TestVetCacheSeesExpiry(t *testing.T) {
+	_, dir := vetModule(t)
+	bin := buildCoordvet(t)
+	vetOn := func(day string) vetRun {
+		return runTool(t, dir, exec.Command("go", "vet", "-vettool="+bin, "./corpus/exceptions"), "GOFLAGS=-mod=mod", "GOWORK=off", "COORDVET_TODAY="+day)
+	}
+	has := func(r vetRun, f finding) bool { return slices.Contains(r.found, f) }
+	valid := finding("corpus/exceptions/exceptions.go:19:ignoredirective") // expires=2026-09-30
+	before := vetOn("2026-09-30")
+	again := vetOn("2026-09-30") // a cache hit: same verdict
+	after := vetOn("2026-10-01")
+	if has(before, valid) || has(again, valid) {
+		t.Fatalf("the exception is reported before it expired:\n%s", before.out)
+	}
+	if !has(after, valid) {
+		t.Fatalf("vet replayed the cached verdict: the exception that expired on 2026-09-30 is not reported on 2026-10-01\n%s", after.out)
+	}
+	id := func(day string) string {
+		cmd := exec.Command(bin, "-V=full")
+		cmd.Env = append(os.Environ(), "COORDVET_TODAY="+day)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out[strings.LastIndex(string(out), "buildID="):])
+	}
+	if id("2026-09-30") == id("2026-10-01") || id("2026-09-30") != id("2026-09-30") {
+		t.Fatal("-V=full's build ID does not follow the date exceptions are judged on")
+	}
+}

@@ -86,3 +86,39 @@ func TestBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestFactsSurviveTheCopy: the plugin's copies keep Requires, FactTypes and
+// ResultType, pass analysis.Validate, and find a dual write whose commit and
+// publish sit in helpers of another package (facts), with messages that lose
+// only the "<check>: " prefix.
+func TestFactsSurviveTheCopy(t *testing.T) {
+	as := build(t, nil)
+	if err := analysis.Validate(as); err != nil {
+		t.Fatal(err)
+	}
+	facts := 0
+	for _, a := range as {
+		if a.ResultType == nil || len(a.Requires) == 0 {
+			t.Errorf("%s lost its Requires or ResultType in the copy", a.Name)
+		}
+		for _, r := range a.Requires {
+			facts += len(r.FactTypes)
+		}
+		if a.Name == "dualwrite" {
+			analysistest.Run(t, vettest.TestData(t), a, "plugin/facts")
+		}
+	}
+	if facts == 0 {
+		t.Fatal("no analyzer requires a fact-exporting analyzer")
+	}
+}
+
+// TestNoLintDoesNotSilence: under golangci-lint a //nolint would drop the
+// finding; the plugin moves it to the package clause instead.
+func TestNoLintDoesNotSilence(t *testing.T) {
+	for _, a := range build(t, nil) {
+		if a.Name == "dualwrite" {
+			analysistest.Run(t, vettest.TestData(t), a, "plugin/nolint")
+		}
+	}
+}

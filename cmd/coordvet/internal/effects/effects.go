@@ -72,7 +72,7 @@ func (f *Fact) empty() bool {
 
 // same compares what a fixpoint iteration may change.
 func (f *Fact) same(g *Fact) bool {
-	return (f.Commit == "") == (g.Commit == "") && (f.Publish == "") == (g.Publish == "") && (f.Begin == "") == (g.Begin == "") &&
+	return f.Commit == g.Commit && f.Publish == g.Publish && f.Begin == g.Begin &&
 		slices.Equal(f.TxParams, g.TxParams) && slices.Equal(f.TokenParams, g.TokenParams) && slices.Equal(f.ReturnParams, g.ReturnParams)
 }
 
@@ -150,20 +150,19 @@ type analyzer struct {
 	pass     *analysis.Pass
 	table    *Table
 	facts    map[*types.Func]*Fact // this package's, during the fixpoint
-	decls    map[*types.Func]*Unit
+	order    []*Unit // the declarations with a function object, in source order
 	byNode   map[ast.Node]*Unit
 	units    []*Unit
 	ifaceKey map[*types.Func]map[Kind]string // resolved interface methods, per round
 	named    []*types.Named                  // concrete named types of this package, for dynamic types
 	brokers  []*types.Named                  // named, plus the broker clients of imported packages
 	excepted []*vetutil.Exception
-	stdlib   bool
 }
 
 var goroot = filepath.Clean(build.Default.GOROOT)
 
 func run(pass *analysis.Pass, table *Table) (any, error) {
-	a := &analyzer{pass: pass, table: table, facts: map[*types.Func]*Fact{}, decls: map[*types.Func]*Unit{}, byNode: map[ast.Node]*Unit{}}
+	a := &analyzer{pass: pass, table: table, facts: map[*types.Func]*Fact{}, byNode: map[ast.Node]*Unit{}}
 	res := &Result{a: a}
 	if isStdlib(pass) || !a.relevant() {
 		return res, nil // nothing here commits, publishes or holds a token
@@ -181,7 +180,7 @@ func run(pass *analysis.Pass, table *Table) (any, error) {
 			fn, _ := pass.TypesInfo.Defs[fd.Name].(*types.Func)
 			u := a.newUnit(fd, fd.Name.Name, fn, fd.Type, fd.Body, nil)
 			if fn != nil {
-				a.decls[fn] = u
+				a.order = append(a.order, u)
 			}
 		}
 		// Function literals at package level (var handler = func(...) {...}).
@@ -397,16 +396,12 @@ func (a *analyzer) fixpoint() {
 	for round := 0; round < 12; round++ {
 		a.ifaceKey = map[*types.Func]map[Kind]string{}
 		changed := false
-		for fn, u := range a.decls {
+		for _, u := range a.order { // source order: the same facts, and words, on every run
 			f := a.factFromUnit(u)
 			tok := a.tokenParams(u)
 			f.TokenParams, f.ReturnParams, f.HasTokenParams = tok.consumed, tok.returned, tok.has
-			old := a.facts[fn]
-			if old == nil || !old.same(f) {
-				if old != nil { // keep the first explanations: they do not change the verdict
-					f.Commit, f.Publish, f.Begin = keep(old.Commit, f.Commit), keep(old.Publish, f.Publish), keep(old.Begin, f.Begin)
-				}
-				a.facts[fn] = f
+			if old := a.facts[u.fn]; old == nil || !old.same(f) {
+				a.facts[u.fn] = f
 				changed = true
 			}
 		}
@@ -414,13 +409,6 @@ func (a *analyzer) fixpoint() {
 			return
 		}
 	}
-}
-
-func keep(old, cur string) string {
-	if old != "" && cur != "" {
-		return old
-	}
-	return cur
 }
 
 func (a *analyzer) factFromUnit(u *Unit) *Fact {
@@ -482,16 +470,13 @@ func (a *analyzer) eval(u *Unit, seen map[*Unit]bool) effects {
 		return e
 	}
 	seen[u] = true
-	join := func(l *Unit, call *ast.CallExpr) {
+	join := func(l *Unit) {
 		if l == nil || seen[l] {
 			return
 		}
 		e.joined = append(e.joined, l)
 		sub := a.eval(l, seen)
-		// Effects of a joined literal are the call's in this unit.
-		for _, s := range sub.commits {
-			e.commits = append(e.commits, Site{Call: s.Call, What: s.What})
-		}
+		e.commits = append(e.commits, sub.commits...)
 		e.publishes = append(e.publishes, sub.publishes...)
 		e.begins = append(e.begins, sub.begins...)
 		e.joined = append(e.joined, sub.joined...)
@@ -504,7 +489,7 @@ func (a *analyzer) eval(u *Unit, seen map[*Unit]bool) effects {
 	}
 	for _, ev := range u.calls {
 		if ev.lit != nil {
-			join(ev.lit, ev.call)
+			join(ev.lit)
 			continue
 		}
 		if ev.param >= 0 {
@@ -549,7 +534,7 @@ func (a *analyzer) eval(u *Unit, seen map[*Unit]bool) effects {
 			}
 		} else if runsNow(fn) {
 			for _, l := range ev.argLits {
-				join(l, ev.call)
+				join(l)
 			}
 		} else if f := a.factOf(fn); f != nil {
 			if f.Commit != "" {
@@ -565,7 +550,7 @@ func (a *analyzer) eval(u *Unit, seen map[*Unit]bool) effects {
 		}
 		for _, i := range txParams {
 			if l := ev.argLits[i]; l != nil {
-				join(l, ev.call)
+				join(l)
 			} else if g := ev.argFuncs[i]; g != nil {
 				if f := a.factOf(g); f != nil {
 					if f.Publish != "" {
