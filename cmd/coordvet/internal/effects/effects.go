@@ -150,7 +150,7 @@ type analyzer struct {
 	pass     *analysis.Pass
 	table    *Table
 	facts    map[*types.Func]*Fact // this package's, during the fixpoint
-	order    []*Unit // the declarations with a function object, in source order
+	order    []*Unit               // the declarations with a function object, in source order
 	byNode   map[ast.Node]*Unit
 	units    []*Unit
 	ifaceKey map[*types.Func]map[Kind]string // resolved interface methods, per round
