@@ -108,14 +108,13 @@ type Unit struct {
 	Begins   []Site
 	Excepted map[*ast.CallExpr]bool // publishes silenced by a dualwrite exception
 
-	fn     *types.Func // for a declaration
-	calls  []*callEv
-	params map[*types.Var]int // func-typed parameters, by index
-	parent *Unit
+	fn       *types.Func // for a declaration
+	calls    []*callEv
+	children []*Unit            // the literals directly inside
+	params   map[*types.Var]int // func-typed parameters, by index
+	parent   *Unit
 	// joined is set when the literal is part of its parent's unit.
 	joined bool
-	// callsParams are the func-typed parameters this unit calls.
-	callsParams map[int]bool
 }
 
 // Result is the effects of one package.
@@ -247,7 +246,10 @@ func isStdlib(pass *analysis.Pass) bool {
 // newUnit records a unit and the calls in it; literals inside become child
 // units, joined or not after the fixpoint.
 func (a *analyzer) newUnit(node ast.Node, name string, fn *types.Func, ft *ast.FuncType, body *ast.BlockStmt, parent *Unit) *Unit {
-	u := &Unit{Node: node, Name: name, fn: fn, parent: parent, params: map[*types.Var]int{}, callsParams: map[int]bool{}, Excepted: map[*ast.CallExpr]bool{}}
+	u := &Unit{Node: node, Name: name, fn: fn, parent: parent, params: map[*types.Var]int{}, Excepted: map[*ast.CallExpr]bool{}}
+	if parent != nil {
+		parent.children = append(parent.children, u)
+	}
 	a.byNode[node] = u
 	a.units = append(a.units, u)
 	info := a.pass.TypesInfo
@@ -601,20 +603,19 @@ func (a *analyzer) record(u *Unit) {
 		joined[l] = true
 		l.joined = true
 	}
-	for _, l := range a.units {
-		if l.parent != nil && !joined[l] && a.ownerOf(l) == u {
-			a.record(l)
+	// The literals of u and of the literals that joined it that did not join
+	// are units of their own.
+	var visit func(p *Unit)
+	visit = func(p *Unit) {
+		for _, l := range p.children {
+			if joined[l] {
+				visit(l)
+			} else {
+				a.record(l)
+			}
 		}
 	}
-}
-
-// ownerOf returns the nearest ancestor of l that is a unit of its own.
-func (a *analyzer) ownerOf(l *Unit) *Unit {
-	p := l.parent
-	for p != nil && p.joined {
-		p = p.parent
-	}
-	return p
+	visit(u)
 }
 
 func (a *analyzer) factOf(fn *types.Func) *Fact {
