@@ -388,7 +388,7 @@ func TestVetCacheSeesExpiry(t *testing.T) {
 		}
 		return string(out[strings.LastIndex(string(out), "buildID="):])
 	}
-	if id("2026-09-30") == id("2026-10-01") || id("2026-09-30") != id("2026-09-30") {
+	if first, second, next := id("2026-09-30"), id("2026-09-30"), id("2026-10-01"); first != second || first == next {
 		t.Fatal("-V=full's build ID does not follow the date exceptions are judged on")
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // ChargeAll charges every due invoice under the token.
 func ChargeAll(ctx context.Context, pool *pgxpool.Pool, tok coord.Token) error {
-	return pgfence.Exec(ctx, pool, tok, func(tx pgx.Tx) error {
+	return pgfence.Exec(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE invoices SET charged = true WHERE due < now()`)
 		return err
 	})

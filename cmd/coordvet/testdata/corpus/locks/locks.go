@@ -3,6 +3,7 @@ package locks
 
 import (
 	"context"
+	"example.com/coordvete2e/corpus/defaults"
 	"fmt"
 	"time"
 
@@ -34,7 +35,7 @@ func Elect(ctx context.Context, cli *clientv3.Client) error {
 
 // Undeclared builds an efficiency lock with a reason computed at run time.
 func Undeclared(rdb *redis.Client, job string) (*efficiencylock.Locker, error) {
-	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("rebuild "+job), nil) // corpus: efficiencydecl
+	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("rebuild "+job), defaults.Of3(efficiencylock.New)) // corpus: efficiencydecl
 }
 
 // Corrected cases.
@@ -52,7 +53,7 @@ func ProcessedOnce(ctx context.Context, rdb *redis.Client, id string) bool {
 
 //corpus:negative
 func Declared(rdb *redis.Client) (*efficiencylock.Locker, error) {
-	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("report rebuild: a second run rewrites the same rows"), nil)
+	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("report rebuild: a second run rewrites the same rows"), defaults.Of3(efficiencylock.New))
 }
 
 //corpus:negative

@@ -99,7 +99,7 @@ func (s *Service) Import(ctx context.Context, o store.Order) error {
 
 // Charge runs the fenced charge (pgfence.Exec commits), then produces to Kafka.
 func (s *Service) Charge(ctx context.Context, tok coord.Token, o store.Order) error {
-	err := pgfence.Exec(ctx, s.Pool, tok, func(tx pgx.Tx) error {
+	err := pgfence.Exec(ctx, s.Pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `UPDATE orders SET charged = true WHERE id = $1`, o.ID)
 		return err
 	})
@@ -177,7 +177,7 @@ func (s *Service) PlaceThroughOutbox(ctx context.Context, o store.Order) error {
 
 //corpus:negative
 func (s *Service) ChargeThroughOutbox(ctx context.Context, tok coord.Token, o store.Order) error {
-	return pgfence.Exec(ctx, s.Pool, tok, func(tx pgx.Tx) error {
+	return pgfence.Exec(ctx, s.Pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE orders SET charged = true WHERE id = $1`, o.ID); err != nil {
 			return err
 		}

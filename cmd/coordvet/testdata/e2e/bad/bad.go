@@ -4,6 +4,7 @@ package bad
 
 import (
 	"context"
+	"example.com/coordvete2e/corpus/defaults"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
@@ -45,7 +46,7 @@ func Forged() coord.Token {
 }
 
 func Undeclared(rdb *redis.Client, why string) (*efficiencylock.Locker, error) {
-	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless(why), nil) // e2e: efficiencydecl
+	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless(why), defaults.Of3(efficiencylock.New)) // e2e: efficiencydecl
 }
 
 func DualWrite(ctx context.Context, tx pgx.Tx, cl *kgo.Client) error {

@@ -3,6 +3,7 @@ package good
 
 import (
 	"context"
+	"example.com/coordvete2e/corpus/defaults"
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
@@ -24,7 +25,7 @@ func noop(ctx context.Context, sc saga.StepContext, o *Order) error { return nil
 var ledger pgfence.Beginner
 
 func charge(ctx context.Context, tok coord.Token) error {
-	return pgfence.Exec(ctx, ledger, tok, func(tx pgx.Tx) error { return nil })
+	return pgfence.Exec(ctx, ledger, tok, func(ctx context.Context, tx pgx.Tx) error { return nil })
 }
 
 func PlainRedis(ctx context.Context, s *concurrency.Session, rdb *redis.Client) {
@@ -49,7 +50,7 @@ func Fenced(ctx context.Context, s *correctnesslease.Session) error {
 func FromWire(header string) (coord.Token, error) { return coord.ParseToken(header) }
 
 func Declared(rdb *redis.Client) (*efficiencylock.Locker, error) {
-	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("cache warm-up rewrites the same keys"), nil)
+	return efficiencylock.New(rdb, efficiencylock.DuplicatesHarmless("cache warm-up rewrites the same keys"), defaults.Of3(efficiencylock.New))
 }
 
 func ThroughOutbox(ctx context.Context, ob *outbox.Outbox, tx pgx.Tx) error {

@@ -67,7 +67,7 @@ func (s *Service) InHelperTx(ctx context.Context, id string) error {
 
 // The SDK's committing helpers are commits.
 func (s *Service) AfterFencedExec(ctx context.Context, tok coord.Token, id string) error {
-	err := pgfence.Exec(ctx, s.pool, tok, func(tx pgx.Tx) error {
+	err := pgfence.Exec(ctx, s.pool, tok, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "update ledger set charged = true where id = $1", id)
 		return err
 	})

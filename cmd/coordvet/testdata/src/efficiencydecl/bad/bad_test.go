@@ -7,7 +7,7 @@ import (
 )
 
 func TestLock(t *testing.T) {
-	if _, err := efficiencylock.New(nil, efficiencylock.DuplicatesHarmless(t.Name()), nil); err != nil { // want `not a constant string`
+	if _, err := efficiencylock.New(nil, efficiencylock.DuplicatesHarmless(t.Name()), efficiencylock.Config{}); err != nil { // want `not a constant string`
 		t.Fatal(err)
 	}
 }

@@ -17,7 +17,7 @@ func ok(ctx context.Context, s *correctnesslease.Session, c *redis.Client, key s
 		return err
 	}
 	use(lease.Token())
-	_, err = efficiencylock.New(c, efficiencylock.DuplicatesHarmless("cache warm-up"), nil)
+	_, err = efficiencylock.New(c, efficiencylock.DuplicatesHarmless("cache warm-up"), efficiencylock.Config{})
 	// Plain Redis use is fine: only locking patterns are reported.
 	c.Set(ctx, key, "v", time.Second)
 	c.Do(ctx, "SET", key, "v")

@@ -7,6 +7,6 @@ func DuplicatesHarmless(reason string) Reason { return Reason{reason} }
 
 type Lock struct{}
 
-type Opts struct{}
+type Config struct{}
 
-func New(client any, why Reason, opts *Opts) (*Lock, error) { return &Lock{}, nil }
+func New(client any, why Reason, cfg Config) (*Lock, error) { return &Lock{}, nil }

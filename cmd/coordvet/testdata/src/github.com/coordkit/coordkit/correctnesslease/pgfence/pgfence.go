@@ -12,7 +12,7 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-func Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(tx pgx.Tx) error) error {
+func Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	return nil
 }
 
@@ -20,7 +20,7 @@ func GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error { return nil
 
 type Fence struct{}
 
-func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(tx pgx.Tx) error) error {
+func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	return nil
 }
 
