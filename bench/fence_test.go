@@ -26,6 +26,10 @@ import (
 // pgfence.Exec (the same transaction plus GuardTx: one INSERT … ON CONFLICT DO UPDATE
 // on the fence row). Target fenced/plain ≤ 1.25 (p50).
 //
+// FenceTxTimeouts: the same fenced transaction through pgfence.Exec with its
+// default idle and lock timeouts (sent with the guard, same round trip) and with
+// both disabled: the cost of bounding a frozen holder. Reported, no target.
+//
 // FenceRow: UPDATE accounts SET balance = $1 WHERE id = $2 — plain, and through a
 // pgfence.RowUpdater (SET …, fence = $tok WHERE id = $2 AND fence <= $tok).
 // Target fenced/plain ≤ 1.05 (p50).
@@ -88,16 +92,19 @@ func fencePairs(bm *testing.B, nameA, nameB string, a, b func() error) {
 	bm.ReportMetric(float64(pb)/float64(pa), "ratio-p50")
 }
 
+// fenceTxWork is the transaction FenceTx and FenceTxTimeouts measure.
+func fenceTxWork(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance + 1 WHERE id = 1"); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, "INSERT INTO ledger (account, amount) VALUES (1, 1)")
+	return err
+}
+
 func BenchmarkFenceTx(b *testing.B) {
 	pool, f, tok := newFenceBench(b)
 	ctx := context.Background()
-	work := func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance + 1 WHERE id = 1"); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "INSERT INTO ledger (account, amount) VALUES (1, 1)")
-		return err
-	}
+	work := fenceTxWork
 	plain := func() error { return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return work(ctx, tx) }) }
 	fenced := func() error { return f.Exec(ctx, pool, tok, work) }
 	for range 50 { // warm the pool and the statement caches
@@ -109,6 +116,26 @@ func BenchmarkFenceTx(b *testing.B) {
 		}
 	}
 	fencePairs(b, "plain", "guardtx", plain, fenced)
+}
+
+func BenchmarkFenceTxTimeouts(b *testing.B) {
+	pool, f, tok := newFenceBench(b)
+	ctx := context.Background()
+	untimed, err := pgfence.New(pgfence.Config{IdleTimeout: -1, LockTimeout: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	without := func() error { return untimed.Exec(ctx, pool, tok, fenceTxWork) }
+	with := func() error { return f.Exec(ctx, pool, tok, fenceTxWork) }
+	for range 50 {
+		if err := without(); err != nil {
+			b.Fatal(err)
+		}
+		if err := with(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fencePairs(b, "untimed", "timeouts", without, with)
 }
 
 func BenchmarkFenceRow(b *testing.B) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
@@ -33,21 +35,15 @@ type Beginner interface {
 type Fence struct {
 	table       string // quoted
 	audit       string // quoted audit table (ResetFence)
-	guardSQL    string
+	guardSQL    string // $1 lease, $2 revision, then settings
+	settings    []any  // the timeouts guardSQL sets
+	restores    bool   // guardSQL also returns the restored lock_timeout
 	readSQL     string
-	before      []stmt // run with the guard, in one round trip: the timeouts
-	after       []stmt
 	lockTimeout time.Duration // < 0: none
 	rejected    metric.Int64Counter
 	leases      *labelcap.Set // bounds the coord.lease values of rejected
 	logger      *slog.Logger
 	schema      pgschema.Component
-}
-
-// stmt is a statement GuardTx sends beside the guard.
-type stmt struct {
-	sql  string
-	args []any
 }
 
 // New validates cfg (see Config for defaults) and returns a Fence. It does not touch
@@ -72,11 +68,8 @@ func New(cfg Config) (*Fence, error) {
 	}
 	t := pgschema.Qualified(cfg.Schema, cfg.Table)
 	f := &Fence{
-		table: t,
-		audit: pgschema.Qualified(cfg.Schema, cfg.Table+auditTable.Suffix),
-		guardSQL: "INSERT INTO " + t + " AS f (lease, revision) VALUES ($1, $2) " +
-			"ON CONFLICT (lease) DO UPDATE SET revision = excluded.revision, updated_at = now() " +
-			"WHERE f.revision <= excluded.revision RETURNING f.revision",
+		table:       t,
+		audit:       pgschema.Qualified(cfg.Schema, cfg.Table+auditTable.Suffix),
 		readSQL:     "SELECT revision FROM " + t + " WHERE lease = $1",
 		lockTimeout: cfg.LockTimeout,
 		rejected:    rejected,
@@ -87,21 +80,45 @@ func New(cfg Config) (*Fence, error) {
 		f.log().Warn("pgfence: more distinct leases rejected than Config.MaxLeaseLabels; coord.fence.rejected counts further ones as coord.lease=\"other\"",
 			"table", t, "max_lease_labels", cfg.MaxLeaseLabels)
 	})
-	// The lock_timeout covers the guard statement only: the transaction's own
-	// value is saved in a transaction-local custom setting and put back after.
-	// The idle timeout stays for the rest of the transaction: that is its point.
+	f.guardSQL, f.settings = guardStatement(t, cfg)
+	f.restores = cfg.LockTimeout > 0
+	return f, nil
+}
+
+// guardStatement builds the guard statement: record the token if it is not older
+// than the recorded one, keeping the row locked, in one statement that also sets
+// the transaction-local timeouts (set_config(…, true) is SET LOCAL), whose values
+// are the parameters after $1 (lease) and $2 (revision). The nested subqueries fix the order: save the
+// transaction's lock_timeout, then set ours and the idle timeout, then insert (and
+// wait for the row lock under our lock_timeout); RETURNING, evaluated once the row
+// is locked, puts the saved lock_timeout back, so that it covers the guard alone.
+// The idle timeout stays for the rest of the transaction: that is its point. (A
+// stale verdict returns no row and leaves our lock_timeout set: that transaction
+// must roll back anyway.)
+func guardStatement(table string, cfg Config) (sql string, settings []any) {
+	param := func(v string) string {
+		settings = append(settings, v)
+		return "$" + strconv.Itoa(len(settings)+2) + "::text"
+	}
+	var sets []string
 	if cfg.LockTimeout > 0 {
-		f.before = append(f.before,
-			stmt{"SELECT set_config('pgfence.saved_lock_timeout', current_setting('lock_timeout'), true)", nil},
-			stmt{"SELECT set_config('lock_timeout', $1, true)", []any{pgMillis(cfg.LockTimeout)}})
-		f.after = append(f.after,
-			stmt{"SELECT set_config('lock_timeout', current_setting('pgfence.saved_lock_timeout'), true)", nil})
+		sets = append(sets, "set_config('lock_timeout', "+param(pgMillis(cfg.LockTimeout))+", true)")
 	}
 	if cfg.IdleTimeout > 0 {
-		f.before = append(f.before,
-			stmt{"SELECT set_config('idle_in_transaction_session_timeout', $1, true)", []any{pgMillis(cfg.IdleTimeout)}})
+		sets = append(sets, "set_config('idle_in_transaction_session_timeout', "+param(pgMillis(cfg.IdleTimeout))+", true)")
 	}
-	return f, nil
+	src, restore := "VALUES ($1, $2)", ""
+	if len(sets) > 0 {
+		inner := ""
+		if cfg.LockTimeout > 0 {
+			inner = " FROM (SELECT set_config('pgfence.saved_lock_timeout', current_setting('lock_timeout'), true)) AS saved"
+			restore = ", set_config('lock_timeout', current_setting('pgfence.saved_lock_timeout'), true)"
+		}
+		src = "SELECT $1::text, $2::bigint FROM (SELECT " + strings.Join(sets, ", ") + inner + ") AS settings"
+	}
+	return "INSERT INTO " + table + " AS f (lease, revision) " + src + " " +
+		"ON CONFLICT (lease) DO UPDATE SET revision = excluded.revision, updated_at = now() " +
+		"WHERE f.revision <= excluded.revision RETURNING f.revision" + restore, settings
 }
 
 // GuardTx fences the transaction tx with tok. It blocks while another transaction
@@ -126,7 +143,12 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 		return ErrZeroToken
 	}
 	var rev int64
-	err := f.guard(ctx, tx, tok, &rev)
+	var restored string // the transaction's own lock_timeout, back in place
+	dest := []any{&rev}
+	if f.restores {
+		dest = append(dest, &restored)
+	}
+	err := tx.QueryRow(ctx, f.guardSQL, append([]any{tok.Lease(), tok.Revision()}, f.settings...)...).Scan(dest...)
 	switch {
 	case err == nil:
 		return nil
@@ -140,42 +162,6 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 		return fmt.Errorf("pgfence: read fence of %q after rejecting %s: %w", tok.Lease(), tok, err)
 	}
 	return f.reject(ctx, tok, rev)
-}
-
-// guard runs the guard statement, with the timeout settings around it in the same
-// round trip, and scans the recorded revision into rev (pgx.ErrNoRows: stale).
-func (f *Fence) guard(ctx context.Context, tx pgx.Tx, tok coord.Token, rev *int64) (err error) {
-	if len(f.before) == 0 {
-		return tx.QueryRow(ctx, f.guardSQL, tok.Lease(), tok.Revision()).Scan(rev)
-	}
-	b := &pgx.Batch{}
-	for _, s := range f.before {
-		b.Queue(s.sql, s.args...)
-	}
-	b.Queue(f.guardSQL, tok.Lease(), tok.Revision())
-	for _, s := range f.after {
-		b.Queue(s.sql, s.args...)
-	}
-	br := tx.SendBatch(ctx, b)
-	defer func() {
-		if cerr := br.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	for range f.before {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-	}
-	if err := br.QueryRow().Scan(rev); err != nil {
-		return err
-	}
-	for range f.after {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Exec runs fn in a transaction fenced by tok: begin, GuardTx, fn, commit. It

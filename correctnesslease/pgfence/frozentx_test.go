@@ -157,8 +157,12 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 		if st, err := coordtest.ProcessState(h.cmd.Process.Pid); err != nil || st != 'T' {
 			t.Fatalf("round %d: holder state %q (%v) after the successors wrote, want T (still frozen)", r, st, err)
 		}
-		if n := frozenBackends(ctx, t, db, app); n != 0 {
-			t.Fatalf("round %d: %d frozen transactions still open after the successors committed", r, n)
+		// The ended backend releases its locks before it leaves pg_stat_activity.
+		for deadline := time.Now().Add(10 * time.Second); frozenBackends(ctx, t, db, app) != 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d frozen transactions still open 10 s after the successors committed", r, frozenBackends(ctx, t, db, app))
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		res.Faults["holder SIGSTOPped inside its fenced transactions past the TTL"]++
 		res.Outcome["frozen transactions"] += perRound
