@@ -123,7 +123,7 @@ func Run(ctx context.Context, s *Session, name string, fn func(ctx context.Conte
 		} else {
 			stale = 0
 		}
-		if lost != nil && lost.Reason == coord.LossCancelled && context.Cause(ctx) != nil {
+		if lost.Reason == coord.LossCancelled && context.Cause(ctx) != nil {
 			return context.Cause(ctx)
 		}
 		if errors.Is(ferr, ErrDrainExceeded) {

@@ -83,19 +83,7 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 		for i := range names {
 			names[i] = fmt.Sprintf("frozen-%03d", r*perRound+i)
 		}
-		h.send(t, "intx "+strings.Join(names, ","))
-		held := map[string]coord.Token{}
-		for {
-			cmd, args := h.next(t)
-			if cmd == "ready" {
-				break
-			}
-			tok, err := coord.ParseToken(args[1])
-			if cmd != "intx" || err != nil {
-				t.Fatalf("holder said %s %v (%v)", cmd, args, err)
-			}
-			held[args[0]] = tok
-		}
+		held := h.hold(t, "intx", "intx", names)
 		// The fault: the holder is frozen inside its open, fenced transactions.
 		if n := frozenBackends(ctx, t, db, app); n != perRound {
 			t.Fatalf("round %d: %d holder backends idle in transaction, want %d", r, n, perRound)

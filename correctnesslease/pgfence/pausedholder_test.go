@@ -75,6 +75,28 @@ func startHolder(t *testing.T, env ...string) *holderProc {
 	return h
 }
 
+// hold sends "<cmd> <names>" and reads the holder's "<reply> <name> <token>"
+// lines up to "ready": the tokens it holds, by name.
+func (h *holderProc) hold(t *testing.T, cmd, reply string, names []string) map[string]coord.Token {
+	t.Helper()
+	h.send(t, cmd+" "+strings.Join(names, ","))
+	held := map[string]coord.Token{}
+	for {
+		got, args := h.next(t)
+		if got == "ready" {
+			return held
+		}
+		if got != reply || len(args) != 2 {
+			t.Fatalf("holder said %s %v, want %s <name> <token>", got, args, reply)
+		}
+		tok, err := coord.ParseToken(args[1])
+		if err != nil {
+			t.Fatalf("holder said %s %v: %v", got, args, err)
+		}
+		held[args[0]] = tok
+	}
+}
+
 func (h *holderProc) send(t *testing.T, line string) {
 	t.Helper()
 	if _, err := io.WriteString(h.stdin, line+"\n"); err != nil {
@@ -155,19 +177,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 		for i := range names {
 			names[i] = fmt.Sprintf("trial-%03d", r*perRound+i)
 		}
-		h.send(t, "round "+strings.Join(names, ","))
-		held := map[string]coord.Token{}
-		for {
-			cmd, args := h.next(t)
-			if cmd == "ready" {
-				break
-			}
-			tok, err := coord.ParseToken(args[1])
-			if cmd != "checked" || err != nil {
-				t.Fatalf("holder said %s %v (%v)", cmd, args, err)
-			}
-			held[args[0]] = tok
-		}
+		held := h.hold(t, "round", "checked", names)
 		// The holder passed its leadership check and now waits to write: freeze it.
 		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
