@@ -48,6 +48,7 @@ type StaleTokenError struct {
 	Highest   Token // the highest token the resource has accepted for the lease
 }
 
+// Error names the presented and the highest token.
 func (e *StaleTokenError) Error() string {
 	return fmt.Sprintf("coord: stale fencing token %s: resource has seen %s", e.Presented, e.Highest)
 }
@@ -90,6 +91,7 @@ type AuthorityLostError struct {
 	Err    error      // underlying cause, may be nil
 }
 
+// Error names the lease, the reason and the cause.
 func (e *AuthorityLostError) Error() string {
 	s := "coord: authority lost"
 	if e.Lease != "" {
@@ -119,6 +121,7 @@ type QuotaError struct {
 	Got    int64  // what the request needed (bytes) or 0 for a rate
 }
 
+// Error names the tenant, the quota and its limit.
 func (e *QuotaError) Error() string {
 	if e.Got > 0 {
 		return fmt.Sprintf("coord: quota exceeded for tenant %q: %s %d > limit %d", e.Tenant, e.Quota, e.Got, e.Limit)
@@ -139,6 +142,7 @@ type NameError struct {
 	Reason string // what is wrong with it
 }
 
+// Error names the field, the value and what is wrong with it.
 func (e *NameError) Error() string {
 	return fmt.Sprintf("coord: invalid %s %q: %s", e.Field, e.Value, e.Reason)
 }

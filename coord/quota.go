@@ -14,6 +14,10 @@ const (
 	DefaultMaxTenants      = 10000    // rate buckets held at once
 )
 
+// minBurst is the smallest default Burst: a rate below one write per second
+// still allows one write at once.
+const minBurst = 1
+
 // Limits are the client-side quotas of one tenant. Zero fields take the defaults.
 type Limits struct {
 	MaxValueBytes   int     // largest value written under the tenant's prefix; default 64 KiB
@@ -29,7 +33,7 @@ func (l Limits) withDefaults() Limits {
 		l.WritesPerSecond = DefaultWritesPerSecond
 	}
 	if l.Burst <= 0 {
-		l.Burst = max(1, int(l.WritesPerSecond))
+		l.Burst = max(minBurst, int(l.WritesPerSecond))
 	}
 	return l
 }

@@ -71,6 +71,7 @@ type NotAcquiredError struct {
 	Err      error  // last transport error seen between attempts; usually nil
 }
 
+// Error names the lock, the attempts and the last transport error.
 func (e *NotAcquiredError) Error() string {
 	s := "efficiencylock: lock " + strconv.Quote(e.Name) + " not acquired after " + strconv.Itoa(e.Attempts) + " attempt"
 	if e.Attempts != 1 {
@@ -115,6 +116,7 @@ type LostError struct {
 	Err    error      // underlying cause; nil for LossExpired and LossGone
 }
 
+// Error names the lock, the reason and the cause.
 func (e *LostError) Error() string {
 	s := "efficiencylock: lock " + strconv.Quote(e.Name) + " lost: " + string(e.Reason)
 	if e.Err != nil {
@@ -137,6 +139,7 @@ type NotHeldError struct {
 	Detail string // "key absent or held by another acquisition", "already released", "released by its holder"
 }
 
+// Error names the operation, the lock and why it is not held.
 func (e *NotHeldError) Error() string {
 	return "efficiencylock: " + e.Op + " " + strconv.Quote(e.Name) + ": not held: " + e.Detail
 }
@@ -149,6 +152,7 @@ type TTLError struct {
 	TTL time.Duration
 }
 
+// Error names the refused ttl.
 func (e *TTLError) Error() string {
 	return fmt.Sprintf("efficiencylock: invalid ttl %v: must be at least 1ms", e.TTL)
 }
@@ -162,6 +166,7 @@ type ReasonError struct {
 	Problem string // what is wrong with it
 }
 
+// Error names the refused reason and the problem.
 func (e *ReasonError) Error() string {
 	return "efficiencylock: invalid DuplicatesHarmless reason " + strconv.Quote(e.Reason) + ": " + e.Problem
 }

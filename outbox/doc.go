@@ -20,7 +20,11 @@
 //	if err != nil {
 //		return err
 //	}
-//	go func() { _ = relay.Run(ctx) }() // returns when ctx ends
+//	go func() {
+//		if err := relay.Run(ctx); err != nil && ctx.Err() == nil { // returns when ctx ends
+//			slog.Error("outbox relay stopped", "err", err) // e.g. a missing broker destination
+//		}
+//	}()
 //
 // EnqueueTx validates at write time (UTF-8, no NUL, jsonb-compatible JSON, size,
 // non-empty topic/type/key) so a poison event never reaches the table. Relays claim

@@ -112,15 +112,21 @@ type Page struct {
 	Err      error      // the last error
 }
 
+// defaultOwner is Config.Owner's default: "<hostname>-<pid>-<random>", unique
+// per Client.
+func defaultOwner() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
 func (c Config) withDefaults() Config {
 	if c.Table == "" {
 		c.Table = DefaultTable
 	}
 	if c.Owner == "" {
-		host, _ := os.Hostname()
-		b := make([]byte, 4)
-		rand.Read(b)
-		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+		c.Owner = defaultOwner()
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency

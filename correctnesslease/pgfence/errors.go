@@ -48,6 +48,7 @@ type BusyError struct {
 	Err    error         // the database's error (SQLSTATE 55P03)
 }
 
+// Error names the lease, how long the guard waited and the database error.
 func (e *BusyError) Error() string {
 	return fmt.Sprintf("pgfence: fence row of %q busy: another transaction held it for %v (guarding %s): %v",
 		e.Token.Lease(), e.Waited, e.Token, e.Err)
@@ -75,6 +76,7 @@ type ConfigError struct {
 	Err    error  // the underlying error, e.g. a *coord.NameError; may be nil
 }
 
+// Error describes the invalid field.
 func (e *ConfigError) Error() string { return "pgfence: invalid config " + e.Field + ": " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidConfig) true.

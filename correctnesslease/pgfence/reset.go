@@ -59,6 +59,7 @@ type ResetConflictError struct {
 	Actual   int64 // what the row holds now (0: no row)
 }
 
+// Error names the lease and the expected and actual revisions.
 func (e *ResetConflictError) Error() string {
 	return fmt.Sprintf("pgfence: reset of the fence of %q refused: expected revision %d, the row holds %d", e.Lease, e.Expected, e.Actual)
 }

@@ -24,7 +24,8 @@ type Config struct {
 	// Default POST and PATCH (PUT and DELETE are idempotent by definition).
 	Methods []string
 	// ReplayHeaders are the response headers stored and replayed. Default
-	// Content-Type, Location, Content-Location, ETag, Last-Modified.
+	// DefaultReplayHeaders(): Content-Type, Location, Content-Location, ETag,
+	// Last-Modified.
 	ReplayHeaders []string
 	// MaxBodyBytes bounds the request body read for the fingerprint (413 beyond).
 	// Default the Store's idempotency.Config.MaxRequestBytes.
@@ -46,12 +47,22 @@ type Config struct {
 	Store func(status int) bool
 }
 
+// DefaultReplayHeaders returns Config.ReplayHeaders's default, a new slice each
+// time: the headers that describe a stored response (Content-Type, Location,
+// Content-Location, ETag, Last-Modified).
+func DefaultReplayHeaders() []string {
+	return []string{"Content-Type", "Location", "Content-Location", "ETag", "Last-Modified"}
+}
+
+// storeBelow5xx is Config.Store's default.
+func storeBelow5xx(status int) bool { return status < http.StatusInternalServerError }
+
 func (c Config) withDefaults(store *idempotency.Store) Config {
 	if len(c.Methods) == 0 {
 		c.Methods = []string{http.MethodPost, http.MethodPatch}
 	}
 	if c.ReplayHeaders == nil {
-		c.ReplayHeaders = []string{"Content-Type", "Location", "Content-Location", "ETag", "Last-Modified"}
+		c.ReplayHeaders = DefaultReplayHeaders()
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = int64(store.Config().MaxRequestBytes)
@@ -63,7 +74,7 @@ func (c Config) withDefaults(store *idempotency.Store) Config {
 		c.Logger = store.Config().Logger
 	}
 	if c.Store == nil {
-		c.Store = func(status int) bool { return status < 500 }
+		c.Store = storeBelow5xx
 	}
 	return c
 }
