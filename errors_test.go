@@ -5,13 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -202,10 +197,13 @@ func TestEveryExportedErrorIsListed(t *testing.T) {
 	for _, e := range exportedErrors {
 		listed[e.name] = true
 	}
-	for _, dir := range sdkPackageDirs(t) {
-		for _, name := range declaredErrors(t, dir) {
+	for _, p := range modulePkgs(t) {
+		if rel := strings.TrimPrefix(p.importPath, modulePath+"/"); strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "internal/") {
+			continue // not API: cmd/ is main, internal/ is ours
+		}
+		for _, name := range declaredErrors(p) {
 			if !listed[name] {
-				t.Errorf("%s (in %s) is not in exportedErrors: add it with its documented retry answer", name, dir)
+				t.Errorf("%s (in %s) is not in exportedErrors: add it with its documented retry answer", name, p.dir)
 			}
 		}
 	}
@@ -217,92 +215,31 @@ func TestEveryExportedErrorIsListed(t *testing.T) {
 	}
 }
 
-// declaredErrors returns the exported errors declared in the package in dir, as
-// "pkg.ErrX" and "*pkg.XError".
-func declaredErrors(t *testing.T, dir string) []string {
-	t.Helper()
-	name, files := parsePackage(t, dir, 0)
+// declaredErrors returns the exported errors declared in p, as "pkg.ErrX" and
+// "*pkg.XError".
+func declaredErrors(p *pkg) []string {
 	var out []string
-	{
-		for _, f := range files {
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok {
-					continue
-				}
-				for _, s := range g.Specs {
-					switch s := s.(type) {
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() && errVarName.MatchString(n.Name) {
-								out = append(out, name+"."+n.Name)
-							}
+	for _, f := range p.files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, s := range g.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() && errVarName.MatchString(n.Name) {
+							out = append(out, p.name+"."+n.Name)
 						}
-					case *ast.TypeSpec:
-						if _, isStruct := s.Type.(*ast.StructType); isStruct && s.Name.IsExported() && strings.HasSuffix(s.Name.Name, "Error") {
-							out = append(out, "*"+name+"."+s.Name.Name)
-						}
+					}
+				case *ast.TypeSpec:
+					if _, isStruct := s.Type.(*ast.StructType); isStruct && s.Name.IsExported() && strings.HasSuffix(s.Name.Name, "Error") {
+						out = append(out, "*"+p.name+"."+s.Name.Name)
 					}
 				}
 			}
 		}
 	}
 	return out
-}
-
-// sdkPackageDirs returns the directories of the SDK module's library packages:
-// everything with non-test Go files except cmd/, internal/, testdata and the
-// directories holding other modules.
-func sdkPackageDirs(t *testing.T) []string {
-	t.Helper()
-	var dirs []string
-	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || p == "cmd" || p == "internal") {
-				return filepath.SkipDir
-			}
-			if p != "." {
-				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-					return filepath.SkipDir // another module: bench, reliability, ...
-				}
-			}
-			return nil
-		}
-		if dir := filepath.Dir(p); strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") && !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dirs
-}
-
-// parsePackage parses the non-test Go files of the package in dir and returns its
-// name and files.
-func parsePackage(t *testing.T, dir string, mode parser.Mode) (string, []*ast.File) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var name string
-	var files []*ast.File
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, mode)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name = f.Name.Name
-		files = append(files, f)
-	}
-	return name, files
 }

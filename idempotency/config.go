@@ -107,12 +107,7 @@ func (c Config) withDefaults() Config {
 
 // validate checks a Config after withDefaults. Errors are *ConfigError.
 func (c Config) validate() error {
-	if c.Schema != "" {
-		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
-			return nameError(ne)
-		}
-	}
-	if ne := pgschema.CheckIdent("Table", c.Table, createdIdx, abandonedIdx); ne != nil {
+	if ne := pgschema.CheckTable(c.Schema, c.Table, createdIdx, abandonedIdx); ne != nil {
 		return nameError(ne)
 	}
 	switch {

@@ -39,30 +39,20 @@ func component(cfg Config) (pgschema.Component, error) {
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("idempotency: %w", err)
 	}
-	return pgschema.Component{Kind: "idempotency", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
+	return pgschema.Component{Owner: "idempotency", Kind: "idempotency", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // Migrate brings the key table and its indexes to the newest schema version, in a
 // transaction of its own (see MigrateTx). Safe to call from every process on every
 // start: it blocks while another caller migrates the same schema; ctx cancels it.
 // db may differ from the Store's pool (a role allowed to run DDL).
-func (s *Store) Migrate(ctx context.Context, db Beginner) error {
-	if err := s.schema.Migrate(ctx, db); err != nil {
-		return fmt.Errorf("idempotency: %w", err)
-	}
-	return nil
-}
+func (s *Store) Migrate(ctx context.Context, db Beginner) error { return s.schema.Migrate(ctx, db) }
 
 // MigrateTx applies the pending schema versions in the caller's transaction tx
 // (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
 // takes a transaction-scoped advisory lock on the schema, held until tx ends, so
 // concurrent migrations run one after another. On error, roll tx back.
-func (s *Store) MigrateTx(ctx context.Context, tx pgx.Tx) error {
-	if err := s.schema.MigrateTx(ctx, tx); err != nil {
-		return fmt.Errorf("idempotency: %w", err)
-	}
-	return nil
-}
+func (s *Store) MigrateTx(ctx context.Context, tx pgx.Tx) error { return s.schema.MigrateTx(ctx, tx) }
 
 // MigrationSQL returns the schema as plain SQL for goose, golang-migrate or atlas:
 // one element per version, in order, each recording itself in coordkit_migrations
@@ -73,9 +63,5 @@ func (s *Store) MigrationSQL() []string { return s.schema.SQL() }
 // first migration) and the newest version this code ships. applied < latest means
 // Migrate has work to do; applied > latest, that a newer release migrated it.
 func (s *Store) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
-	applied, err = s.schema.Applied(ctx, db)
-	if err != nil {
-		return 0, 0, fmt.Errorf("idempotency: %w", err)
-	}
-	return applied, s.schema.Latest(), nil
+	return s.schema.Version(ctx, db)
 }

@@ -166,11 +166,6 @@ func (c Config) withDefaults() Config {
 // long Table is reported as such, not as a dead-letter table or channel the
 // caller never named.
 func (c Config) validate() error {
-	if c.Schema != "" {
-		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
-			return nameError(ne)
-		}
-	}
 	fromTable := []pgschema.Derived{pendingIdx, keyIdx, retryIdx, publishedIdx}
 	if c.DeadLetterTable == c.Table+deadLetterTable.Suffix {
 		fromTable = append(fromTable, deadLetterTable, deadKeyIdx)
@@ -182,7 +177,7 @@ func (c Config) validate() error {
 	} else if ne := pgschema.CheckIdent("Channel", c.Channel); ne != nil {
 		return nameError(ne)
 	}
-	if ne := pgschema.CheckIdent("Table", c.Table, fromTable...); ne != nil {
+	if ne := pgschema.CheckTable(c.Schema, c.Table, fromTable...); ne != nil {
 		return nameError(ne)
 	}
 	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }

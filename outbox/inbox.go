@@ -74,12 +74,7 @@ func (c InboxConfig) withDefaults() InboxConfig {
 
 // validate checks an InboxConfig after withDefaults. Errors are *ConfigError.
 func (c InboxConfig) validate() error {
-	if c.Schema != "" {
-		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
-			return nameError(ne)
-		}
-	}
-	if ne := pgschema.CheckIdent("Table", c.Table, processedIdx); ne != nil {
+	if ne := pgschema.CheckTable(c.Schema, c.Table, processedIdx); ne != nil {
 		return nameError(ne)
 	}
 	switch {

@@ -33,7 +33,7 @@ func outboxComponent(cfg Config) (pgschema.Component, error) {
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("outbox: %w", err)
 	}
-	return pgschema.Component{Kind: "outbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
+	return pgschema.Component{Owner: "outbox", Kind: "outbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // inboxComponent is the versioned schema of the inbox table.
@@ -45,24 +45,20 @@ func inboxComponent(cfg InboxConfig) (pgschema.Component, error) {
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("outbox: inbox: %w", err)
 	}
-	return pgschema.Component{Kind: "inbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
+	return pgschema.Component{Owner: "outbox", Kind: "inbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // Migrate brings the outbox and dead-letter tables and their indexes to the newest
 // schema version, in a transaction of its own (see MigrateTx). Safe to call from
 // every process on every start: it blocks while another caller migrates the same
 // schema; ctx cancels it.
-func (o *Outbox) Migrate(ctx context.Context, db Beginner) error {
-	return wrapMigrate("", o.schema.Migrate(ctx, db))
-}
+func (o *Outbox) Migrate(ctx context.Context, db Beginner) error { return o.schema.Migrate(ctx, db) }
 
 // MigrateTx applies the pending schema versions in the caller's transaction tx
 // (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
 // takes a transaction-scoped advisory lock on the schema, held until tx ends, so
 // concurrent migrations run one after another. On error, roll tx back.
-func (o *Outbox) MigrateTx(ctx context.Context, tx pgx.Tx) error {
-	return wrapMigrate("", o.schema.MigrateTx(ctx, tx))
-}
+func (o *Outbox) MigrateTx(ctx context.Context, tx pgx.Tx) error { return o.schema.MigrateTx(ctx, tx) }
 
 // MigrationSQL returns the schema as plain SQL for goose, golang-migrate or atlas:
 // one element per version, in order, each recording itself in coordkit_migrations
@@ -73,21 +69,16 @@ func (o *Outbox) MigrationSQL() []string { return o.schema.SQL() }
 // first migration) and the newest version this code ships. applied < latest means
 // Migrate has work to do; applied > latest, that a newer release migrated it.
 func (o *Outbox) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
-	applied, err = o.schema.Applied(ctx, db)
-	return applied, o.schema.Latest(), wrapMigrate("", err)
+	return o.schema.Version(ctx, db)
 }
 
 // Migrate brings the inbox table to the newest schema version, in a transaction of
 // its own; see Outbox.Migrate.
-func (in *Inbox) Migrate(ctx context.Context, db Beginner) error {
-	return wrapMigrate("inbox: ", in.schema.Migrate(ctx, db))
-}
+func (in *Inbox) Migrate(ctx context.Context, db Beginner) error { return in.schema.Migrate(ctx, db) }
 
 // MigrateTx applies the inbox's pending schema versions in tx; see
 // Outbox.MigrateTx.
-func (in *Inbox) MigrateTx(ctx context.Context, tx pgx.Tx) error {
-	return wrapMigrate("inbox: ", in.schema.MigrateTx(ctx, tx))
-}
+func (in *Inbox) MigrateTx(ctx context.Context, tx pgx.Tx) error { return in.schema.MigrateTx(ctx, tx) }
 
 // MigrationSQL returns the inbox schema as plain SQL; see Outbox.MigrationSQL.
 func (in *Inbox) MigrationSQL() []string { return in.schema.SQL() }
@@ -95,13 +86,5 @@ func (in *Inbox) MigrationSQL() []string { return in.schema.SQL() }
 // SchemaVersion returns the inbox's recorded and newest schema versions; see
 // Outbox.SchemaVersion.
 func (in *Inbox) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
-	applied, err = in.schema.Applied(ctx, db)
-	return applied, in.schema.Latest(), wrapMigrate("inbox: ", err)
-}
-
-func wrapMigrate(what string, err error) error {
-	if err != nil {
-		return fmt.Errorf("outbox: %s%w", what, err)
-	}
-	return nil
+	return in.schema.Version(ctx, db)
 }

@@ -52,12 +52,7 @@ func (c BarrierConfig) withDefaults() BarrierConfig {
 }
 
 func (c BarrierConfig) validate() error {
-	if c.Schema != "" {
-		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
-			return nameError(ne)
-		}
-	}
-	if ne := pgschema.CheckIdent("Table", c.Table); ne != nil {
+	if ne := pgschema.CheckTable(c.Schema, c.Table); ne != nil {
 		return nameError(ne)
 	}
 	return nil

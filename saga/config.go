@@ -176,12 +176,7 @@ const (
 
 // validate checks a Config after withDefaults. Errors are *ConfigError.
 func (c Config) validate() error {
-	if c.Schema != "" {
-		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
-			return nameError(ne)
-		}
-	}
-	if ne := pgschema.CheckIdent("Table", c.Table, dueIdx, stateIdx, noCompCheck, dueChannel); ne != nil {
+	if ne := pgschema.CheckTable(c.Schema, c.Table, dueIdx, stateIdx, noCompCheck, dueChannel); ne != nil {
 		return nameError(ne)
 	}
 	bad := func(field, format string, args ...any) error {

@@ -34,7 +34,7 @@ func sagaComponent(schema, table string) (pgschema.Component, error) {
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("saga: %w", err)
 	}
-	return pgschema.Component{Kind: "saga", Schema: schema, Name: table, Migrations: ms}, nil
+	return pgschema.Component{Owner: "saga", Kind: "saga", Schema: schema, Name: table, Migrations: ms}, nil
 }
 
 // barrierComponent is the versioned schema of the barrier table.
@@ -43,7 +43,7 @@ func barrierComponent(schema, table string) (pgschema.Component, error) {
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("saga: barrier: %w", err)
 	}
-	return pgschema.Component{Kind: "saga_barrier", Schema: schema, Name: table, Migrations: ms}, nil
+	return pgschema.Component{Owner: "saga", Kind: "saga_barrier", Schema: schema, Name: table, Migrations: ms}, nil
 }
 
 // Migrate brings the client's saga table to the newest schema version, in a
@@ -51,17 +51,13 @@ func barrierComponent(schema, table string) (pgschema.Component, error) {
 // start: it blocks while another caller migrates the same schema; ctx cancels it.
 // db may differ from the client's pool (a role allowed to run DDL). The barrier
 // table is a participant's and has its own [Barrier.Migrate].
-func (c *Client) Migrate(ctx context.Context, db Beginner) error {
-	return wrapMigrate("", c.schema.Migrate(ctx, db))
-}
+func (c *Client) Migrate(ctx context.Context, db Beginner) error { return c.schema.Migrate(ctx, db) }
 
 // MigrateTx applies the pending schema versions in the caller's transaction tx
 // (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
 // takes a transaction-scoped advisory lock on the schema, held until tx ends, so
 // concurrent migrations run one after another. On error, roll tx back.
-func (c *Client) MigrateTx(ctx context.Context, tx pgx.Tx) error {
-	return wrapMigrate("", c.schema.MigrateTx(ctx, tx))
-}
+func (c *Client) MigrateTx(ctx context.Context, tx pgx.Tx) error { return c.schema.MigrateTx(ctx, tx) }
 
 // MigrationSQL returns the saga table's schema as plain SQL for goose,
 // golang-migrate or atlas: one element per version, in order, each recording
@@ -73,21 +69,16 @@ func (c *Client) MigrationSQL() []string { return c.schema.SQL() }
 // first migration) and the newest version this code ships. applied < latest means
 // Migrate has work to do; applied > latest, that a newer release migrated it.
 func (c *Client) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
-	applied, err = c.schema.Applied(ctx, db)
-	return applied, c.schema.Latest(), wrapMigrate("", err)
+	return c.schema.Version(ctx, db)
 }
 
 // Migrate brings the barrier table to the newest schema version, in a transaction
 // of its own; see Client.Migrate.
-func (b *Barrier) Migrate(ctx context.Context, db Beginner) error {
-	return wrapMigrate("barrier: ", b.schema.Migrate(ctx, db))
-}
+func (b *Barrier) Migrate(ctx context.Context, db Beginner) error { return b.schema.Migrate(ctx, db) }
 
 // MigrateTx applies the barrier's pending schema versions in tx; see
 // Client.MigrateTx.
-func (b *Barrier) MigrateTx(ctx context.Context, tx pgx.Tx) error {
-	return wrapMigrate("barrier: ", b.schema.MigrateTx(ctx, tx))
-}
+func (b *Barrier) MigrateTx(ctx context.Context, tx pgx.Tx) error { return b.schema.MigrateTx(ctx, tx) }
 
 // MigrationSQL returns the barrier schema as plain SQL; see Client.MigrationSQL.
 func (b *Barrier) MigrationSQL() []string { return b.schema.SQL() }
@@ -95,13 +86,5 @@ func (b *Barrier) MigrationSQL() []string { return b.schema.SQL() }
 // SchemaVersion returns the barrier's recorded and newest schema versions; see
 // Client.SchemaVersion.
 func (b *Barrier) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
-	applied, err = b.schema.Applied(ctx, db)
-	return applied, b.schema.Latest(), wrapMigrate("barrier: ", err)
-}
-
-func wrapMigrate(what string, err error) error {
-	if err != nil {
-		return fmt.Errorf("saga: %s%w", what, err)
-	}
-	return nil
+	return b.schema.Version(ctx, db)
 }

@@ -93,12 +93,7 @@ func (c Config) withDefaults() Config {
 
 // validate checks a Config after withDefaults. Errors are *ConfigError.
 func (c Config) validate() error {
-	if c.Schema != "" {
-		if ne := pgschema.CheckIdent("Schema", c.Schema); ne != nil {
-			return nameError(ne)
-		}
-	}
-	if ne := pgschema.CheckIdent("Table", c.Table, auditTable); ne != nil {
+	if ne := pgschema.CheckTable(c.Schema, c.Table, auditTable); ne != nil {
 		return nameError(ne)
 	}
 	if c.LeaseTTL < 0 {

@@ -22,29 +22,19 @@ func component(schema, table string) (pgschema.Component, error) {
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("pgfence: %w", err)
 	}
-	return pgschema.Component{Kind: "pgfence", Schema: schema, Name: table, Migrations: ms}, nil
+	return pgschema.Component{Owner: "pgfence", Kind: "pgfence", Schema: schema, Name: table, Migrations: ms}, nil
 }
 
 // Migrate brings the fence table to the newest schema version, in a transaction of
 // its own (see MigrateTx). Safe to call from every process on every start: it
 // blocks while another caller migrates the same schema, and ctx cancels it.
-func (f *Fence) Migrate(ctx context.Context, db Beginner) error {
-	if err := f.schema.Migrate(ctx, db); err != nil {
-		return fmt.Errorf("pgfence: %w", err)
-	}
-	return nil
-}
+func (f *Fence) Migrate(ctx context.Context, db Beginner) error { return f.schema.Migrate(ctx, db) }
 
 // MigrateTx applies the pending schema versions in the caller's transaction tx
 // (READ COMMITTED) and records them in the schema's coordkit_migrations table. It
 // takes a transaction-scoped advisory lock on the schema, held until tx ends, so
 // concurrent migrations run one after another. On error, roll tx back.
-func (f *Fence) MigrateTx(ctx context.Context, tx pgx.Tx) error {
-	if err := f.schema.MigrateTx(ctx, tx); err != nil {
-		return fmt.Errorf("pgfence: %w", err)
-	}
-	return nil
-}
+func (f *Fence) MigrateTx(ctx context.Context, tx pgx.Tx) error { return f.schema.MigrateTx(ctx, tx) }
 
 // MigrationSQL returns the schema as plain SQL for goose, golang-migrate or atlas:
 // one element per version, in order, each recording itself in coordkit_migrations
@@ -56,9 +46,5 @@ func (f *Fence) MigrationSQL() []string { return f.schema.SQL() }
 // first migration) and the newest version this code ships. applied < latest means
 // Migrate has work to do; applied > latest, that a newer release migrated it.
 func (f *Fence) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
-	applied, err = f.schema.Applied(ctx, db)
-	if err != nil {
-		return 0, 0, fmt.Errorf("pgfence: %w", err)
-	}
-	return applied, f.schema.Latest(), nil
+	return f.schema.Version(ctx, db)
 }

@@ -23,6 +23,7 @@ type Migration struct {
 // Component is one owner of tables in one schema: the outbox "coord_outbox", the
 // fence table "coord_fences" in schema "billing".
 type Component struct {
+	Owner      string // the package, prefixing every error: "outbox"
 	Kind       string // what owns the tables: "outbox", "inbox", "pgfence", ...
 	Schema     string // the schema holding the tables and VersionTable; "": the search_path's
 	Name       string // the instance: its main table's unqualified name
@@ -48,14 +49,14 @@ func (c Component) Latest() int { return len(c.Migrations) }
 func (c Component) Migrate(ctx context.Context, db Beginner) error {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("migrate %s: begin: %w", c, err)
+		return c.fail(fmt.Errorf("migrate %s: begin: %w", c, err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := c.MigrateTx(ctx, tx); err != nil {
-		return err
+	if err := c.migrateTx(ctx, tx); err != nil {
+		return c.fail(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("migrate %s: commit: %w", c, err)
+		return c.fail(fmt.Errorf("migrate %s: commit: %w", c, err))
 	}
 	return nil
 }
@@ -69,6 +70,10 @@ func (c Component) Migrate(ctx context.Context, db Beginner) error {
 // at a newer version than this code knows is left as it is (nil error). On error,
 // roll tx back.
 func (c Component) MigrateTx(ctx context.Context, tx pgx.Tx) error {
+	return c.fail(c.migrateTx(ctx, tx))
+}
+
+func (c Component) migrateTx(ctx context.Context, tx pgx.Tx) error {
 	var iso string
 	if err := tx.QueryRow(ctx, "SELECT current_setting('transaction_isolation')").Scan(&iso); err != nil {
 		return fmt.Errorf("migrate %s: %w", c, err)
@@ -109,7 +114,7 @@ const lockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('coordkit.migrate
 func (c Component) Applied(ctx context.Context, db Querier) (int, error) {
 	var exists bool
 	if err := db.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", c.versionTable()).Scan(&exists); err != nil {
-		return 0, fmt.Errorf("schema version of %s: %w", c, err)
+		return 0, c.fail(fmt.Errorf("schema version of %s: %w", c, err))
 	}
 	if !exists {
 		return 0, nil
@@ -117,9 +122,23 @@ func (c Component) Applied(ctx context.Context, db Querier) (int, error) {
 	var v int
 	if err := db.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+c.versionTable()+
 		" WHERE component = $1 AND name = $2", c.Kind, c.Name).Scan(&v); err != nil {
-		return 0, fmt.Errorf("schema version of %s: %w", c, err)
+		return 0, c.fail(fmt.Errorf("schema version of %s: %w", c, err))
 	}
 	return v, nil
+}
+
+// Version returns what SchemaVersion reports: the applied and the newest version.
+func (c Component) Version(ctx context.Context, db Querier) (applied, latest int, err error) {
+	applied, err = c.Applied(ctx, db)
+	return applied, c.Latest(), err
+}
+
+// fail prefixes err with the owning package's name (nil stays nil).
+func (c Component) fail(err error) error {
+	if err == nil || c.Owner == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", c.Owner, err)
 }
 
 // SQL returns the migrations as plain SQL, one element per version in order, each

@@ -55,6 +55,17 @@ func CheckIdent(field, name string, derived ...Derived) *coord.NameError {
 	return nil
 }
 
+// CheckTable checks the Config fields every Postgres package has: Schema (when
+// set) and Table, with the names derived from Table. The error names the field.
+func CheckTable(schema, table string, derived ...Derived) *coord.NameError {
+	if schema != "" {
+		if ne := CheckIdent("Schema", schema); ne != nil {
+			return ne
+		}
+	}
+	return CheckIdent("Table", table, derived...)
+}
+
 // Derived is a name made from a configured one by appending Suffix.
 type Derived struct {
 	Suffix string // "_parked", "_key", "_ready"
