@@ -19,19 +19,6 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/vetutil"
 )
 
-// repoRoot is the SDK checkout this module lives in.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("repository root: %v", err)
-	}
-	return root
-}
-
 var (
 	binOnce sync.Once
 	binPath string
@@ -58,41 +45,28 @@ func buildCoordvet(t testing.TB) string {
 	return binPath
 }
 
-// e2eModule lays out a temporary module that uses the real SDK through a
-// replace directive to the repository root, with the SDK's own requirements and
-// checksums: testdata/e2e as e2e/..., testdata/corpus as corpus/....
-func e2eModule(t testing.TB, root string) string {
+// e2eModule lays out a temporary module over the real SDK (vettest.WriteSDKModule)
+// with testdata/e2e as e2e/... and testdata/corpus as corpus/....
+func e2eModule(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := regexp.MustCompile(`(?m)^module .*$`).ReplaceAllString(string(gomod), "module example.com/coordvete2e")
-	mod += fmt.Sprintf("\nrequire github.com/coordkit/coordkit v0.0.0-00010101000000-000000000000\n\nreplace github.com/coordkit/coordkit => %s\n", root)
-	write(t, filepath.Join(dir, "go.mod"), mod)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "go.sum"), string(sum))
+	files := map[string][]byte{}
 	for _, tree := range []string{"e2e", "corpus"} {
-		src := filepath.Join("testdata", tree)
-		err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join("testdata", tree), func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 				return err
 			}
 			rel, _ := filepath.Rel("testdata", path)
 			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			write(t, filepath.Join(dir, rel), string(b))
-			return nil
+			files[filepath.ToSlash(rel)] = b
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := vettest.WriteSDKModule(dir, "example.com/coordvete2e", files); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -172,7 +146,7 @@ func vetModule(t *testing.T) (vetRun, string) {
 	t.Helper()
 	bin := buildCoordvet(t)
 	moduleOnce.Do(func() {
-		moduleDir = e2eModule(&onceTB{t}, repoRoot(t))
+		moduleDir = e2eModule(&onceTB{t})
 		moduleRun = runTool(t, moduleDir, exec.Command("go", "vet", "-vettool="+bin, "-today="+vettest.Today, "./..."), "GOFLAGS=-mod=mod", "GOWORK=off")
 	})
 	if moduleDir == "" {
@@ -339,7 +313,10 @@ func TestCorpus(t *testing.T) {
 // paved road must not trip its own checks (no false positives). New packages
 // need nothing here: the whole module is vetted.
 func TestRepositoryIsClean(t *testing.T) {
-	root := repoRoot(t)
+	root, err := vettest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := buildCoordvet(t)
 	for _, mod := range []string{".", "bench"} {
 		dir := filepath.Join(root, mod)

@@ -3,14 +3,12 @@ package driver_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -53,36 +51,14 @@ func coordvet(t *testing.T) string {
 func fixture(t *testing.T) string {
 	t.Helper()
 	modOnce.Do(func() {
-		root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
-		if err != nil {
-			modErr = err
+		var src []byte
+		if modDir, modErr = os.MkdirTemp("", "coordvet-inventory-"); modErr != nil {
 			return
 		}
-		modDir, modErr = os.MkdirTemp("", "coordvet-inventory-")
-		if modErr != nil {
+		if src, modErr = os.ReadFile(filepath.Join("..", "..", "testdata", "inventory", "app", "app.go")); modErr != nil {
 			return
 		}
-		gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-		if err != nil {
-			modErr = err
-			return
-		}
-		mod := regexp.MustCompile(`(?m)^module .*$`).ReplaceAllString(string(gomod), "module example.com/inventory")
-		mod += fmt.Sprintf("\nrequire github.com/coordkit/coordkit v0.0.0-00010101000000-000000000000\n\nreplace github.com/coordkit/coordkit => %s\n", root)
-		sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-		if err != nil {
-			modErr = err
-			return
-		}
-		src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "inventory", "app", "app.go"))
-		if err != nil {
-			modErr = err
-			return
-		}
-		os.MkdirAll(filepath.Join(modDir, "app"), 0o755)
-		modErr = errors.Join(os.WriteFile(filepath.Join(modDir, "go.mod"), []byte(mod), 0o644),
-			os.WriteFile(filepath.Join(modDir, "go.sum"), sum, 0o644),
-			os.WriteFile(filepath.Join(modDir, "app", "app.go"), src, 0o644))
+		modErr = vettest.WriteSDKModule(modDir, "example.com/inventory", map[string][]byte{"app/app.go": src})
 	})
 	if modErr != nil {
 		t.Fatal(modErr)

@@ -334,7 +334,7 @@ func (a *analyzer) newUnit(node ast.Node, name string, fn *types.Func, ft *ast.F
 					ev.argLits[i] = l
 					continue
 				}
-				if fn := funcRef(info, arg); fn != nil {
+				if fn := vetutil.FuncRef(info, arg); fn != nil {
 					if ev.argFuncs == nil {
 						ev.argFuncs = map[int]*types.Func{}
 					}
@@ -366,24 +366,6 @@ func objOf(info *types.Info, id *ast.Ident) types.Object {
 		return o
 	}
 	return info.Uses[id]
-}
-
-// funcRef returns the function an argument names (f, pkg.F, x.Method), or nil.
-func funcRef(info *types.Info, e ast.Expr) *types.Func {
-	var id *ast.Ident
-	switch e := ast.Unparen(e).(type) {
-	case *ast.Ident:
-		id = e
-	case *ast.SelectorExpr:
-		id = e.Sel
-	default:
-		return nil
-	}
-	fn, _ := info.Uses[id].(*types.Func)
-	if fn == nil {
-		return nil
-	}
-	return fn.Origin()
 }
 
 // effects is what evaluating a unit found.

@@ -343,25 +343,38 @@ func (fl *flow) classify(call *ast.CallExpr) callKind {
 	return callUnknown
 }
 
-// factCarries reports whether a helper's result carries the token: a carrying
-// argument goes to a parameter the fact says is used or returned.
-func (fl *flow) factCarries(call *ast.CallExpr) bool {
+// factArgs judges a call of a helper whose fact knows its token parameters:
+// used when a carrying argument goes to a parameter whose token reaches a
+// write (or to one the fact cannot speak for: a string made from the token),
+// returned when it goes to one whose token flows into the result.
+func (fl *flow) factArgs(call *ast.CallExpr) (used, returned bool) {
 	fn := vetutil.Callee(fl.info, call)
 	f := fl.a.factOf(fn)
-	sig := fn.Signature()
+	params := fn.Signature().Params()
 	for i, arg := range call.Args {
 		if !fl.carries(arg) {
 			continue
 		}
-		pi := min(i, sig.Params().Len()-1)
-		if pi < 0 || slices.Contains(f.TokenParams, pi) || slices.Contains(f.ReturnParams, pi) {
-			return true
+		pi := min(i, params.Len()-1) // variadic arguments share the last parameter
+		if pi < 0 {
+			return true, true
 		}
-		if pt := sig.Params().At(pi).Type(); !IsToken(pt) && !IsHolder(pt) {
-			return true
+		switch pt := params.At(pi).Type(); {
+		case !IsToken(pt) && !IsHolder(pt):
+			return true, true // passed as something else: we cannot follow it
+		case slices.Contains(f.TokenParams, pi):
+			used = true
+		case slices.Contains(f.ReturnParams, pi):
+			returned = true
 		}
 	}
-	return false
+	return used, returned
+}
+
+// factCarries reports whether a helper's result carries the token.
+func (fl *flow) factCarries(call *ast.CallExpr) bool {
+	used, returned := fl.factArgs(call)
+	return used || returned
 }
 
 // callUse reports whether a call with a token-carrying argument (or receiver)
@@ -390,35 +403,14 @@ func (fl *flow) callUse(call *ast.CallExpr) (bool, *NonUse) {
 	case callFence, callUnknown:
 		return true, nil
 	case callFact:
-		fn := vetutil.Callee(fl.info, call)
-		f := fl.a.factOf(fn)
-		sig := fn.Signature()
-		for i, arg := range call.Args {
-			if !fl.carries(arg) {
-				continue
-			}
-			pi := i
-			if sig.Variadic() && pi >= sig.Params().Len()-1 {
-				pi = sig.Params().Len() - 1
-			}
-			if pi >= sig.Params().Len() {
-				return true, nil
-			}
-			pt := sig.Params().At(pi).Type()
-			if !IsToken(pt) && !IsHolder(pt) {
-				return true, nil // passed as something else: we cannot follow it
-			}
-			if slices.Contains(f.TokenParams, pi) {
-				return true, nil
-			}
-			if slices.Contains(f.ReturnParams, pi) {
-				return false, nil // the result carries it on
-			}
-		}
-		if recvCarries && carrying < 0 {
+		used, returned := fl.factArgs(call)
+		switch {
+		case used || carrying < 0: // the helper's receiver carries it: we cannot follow it
 			return true, nil
+		case returned:
+			return false, nil // the result carries it on
 		}
-		return false, &NonUse{call.Pos(), fmt.Sprintf("handed to %s (line %d), which drops it", shortName(fn), line)}
+		return false, &NonUse{call.Pos(), fmt.Sprintf("handed to %s (line %d), which drops it", shortName(vetutil.Callee(fl.info, call)), line)}
 	}
 	return true, nil
 }

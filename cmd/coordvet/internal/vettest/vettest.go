@@ -3,7 +3,11 @@
 package vettest
 
 import (
+	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"testing"
 
@@ -25,4 +29,50 @@ func TestData(t testing.TB) string {
 		t.Fatal("vettest: cannot locate the testdata directory")
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..", "testdata")
+}
+
+// RepoRoot returns the SDK checkout cmd/coordvet lives in.
+func RepoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("vettest: cannot locate the repository")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("vettest: repository root: %w", err)
+	}
+	return filepath.Abs(root)
+}
+
+// WriteSDKModule lays out, in dir, a module called modPath that uses the real
+// SDK of this checkout through a replace directive, with the SDK's own
+// requirements and checksums (so it builds from the module cache), and files
+// (slash-separated paths relative to dir).
+func WriteSDKModule(dir, modPath string, files map[string][]byte) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return err
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		return err
+	}
+	mod := regexp.MustCompile(`(?m)^module .*$`).ReplaceAllString(string(gomod), "module "+modPath)
+	mod += fmt.Sprintf("\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n", vetutil.SDK, vetutil.SDK, root)
+	all := map[string][]byte{"go.mod": []byte(mod), "go.sum": sum}
+	maps.Copy(all, files)
+	for name, content := range all {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

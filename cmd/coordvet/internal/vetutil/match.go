@@ -37,15 +37,21 @@ func UnderPackage(path, pkg string) bool {
 // generic function, its uninstantiated origin), or nil for a call of a function
 // value, a conversion or a builtin.
 func Callee(info *types.Info, call *ast.CallExpr) *types.Func {
-	fun := ast.Unparen(call.Fun)
-	switch f := fun.(type) {
+	return FuncRef(info, call.Fun)
+}
+
+// FuncRef returns the function or method an expression names — f, pkg.F,
+// x.Method, F[T] — as its uninstantiated origin, or nil.
+func FuncRef(info *types.Info, e ast.Expr) *types.Func {
+	e = ast.Unparen(e)
+	switch f := e.(type) {
 	case *ast.IndexExpr:
-		fun = ast.Unparen(f.X)
+		e = ast.Unparen(f.X)
 	case *ast.IndexListExpr:
-		fun = ast.Unparen(f.X)
+		e = ast.Unparen(f.X)
 	}
 	var id *ast.Ident
-	switch f := fun.(type) {
+	switch f := e.(type) {
 	case *ast.Ident:
 		id = f
 	case *ast.SelectorExpr:
