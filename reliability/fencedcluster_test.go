@@ -344,10 +344,9 @@ func runFencedCluster(t *testing.T, counter *fencedCounter, run clusterRun) *clu
 			before := m.Stats()
 			m.Kill()
 			time.Sleep(2 * time.Second)
-			if err := m.Start(); err != nil {
+			if err := m.Start(); err != nil { // returns once the member is ready
 				t.Fatal(err)
 			}
-			m.WaitOutput(t, "ready", 60*time.Second)
 			after := m.Stats()
 			v.faults[faultMemberKill] += after.Kills - before.Kills
 			v.faults[faultMemberRestart] += after.Starts - before.Starts

@@ -316,10 +316,9 @@ func runClusterScenario(t *testing.T, memberFaults, unfenced bool) *clusterOutco
 		follower = (leader + 1) % 3
 		cluster.Members[follower].Kill()
 		progress(fmt.Sprintf("member m%d killed", follower), 3*time.Second, 50)
-		if err := cluster.Members[follower].Start(); err != nil {
+		if err := cluster.Members[follower].Start(); err != nil { // returns once the member is ready
 			t.Fatal(err)
 		}
-		cluster.Members[follower].WaitOutput(t, "ready", 60*time.Second)
 		leader = cluster.Leader(ctx, admin)
 		if leader < 0 {
 			t.Fatal("no etcd leader after the member rejoined")
