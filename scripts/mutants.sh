@@ -5,6 +5,7 @@
 #   scripts/mutants.sh                 every package below, then the curated mutants
 #   scripts/mutants.sh pgfence saga    only these (keys of the table below, or "curated")
 #   MUTANTS_DRY_RUN=1 scripts/mutants.sh ...   list gremlins' mutants without running them
+#   MUTANTS_CURATED=regexp scripts/mutants.sh curated   only the curated mutants whose id matches
 #
 # Go code: github.com/go-gremlins/gremlins (installed into its own GOBIN, never the
 # SDK's go.mod) mutates operators and conditions in the listed files and runs the
@@ -106,6 +107,7 @@ if selected curated && [ -z "${MUTANTS_DRY_RUN:-}" ]; then
   killed=0; total=0; start=$(date +%s)
   while IFS=$'\t' read -r id pkg file from to; do
     [[ -z "$id" || "$id" == \#* ]] && continue
+    [[ "$id" =~ ${MUTANTS_CURATED:-.} ]] || continue
     total=$((total + 1))
     cp "$work/src/$file" "$work/orig"
     if ! FROM="$from" TO="$to" perl -0pi -e '
