@@ -10,6 +10,9 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 type partitionTrial struct {
@@ -19,6 +22,29 @@ type partitionTrial struct {
 	dropped    int64 // bytes the blackhole swallowed
 	delayed    int   // round trips the proxy delayed before the blackhole
 	spurious   bool  // stepped down during the delay phase
+	timeouts   int64 // keepalives that failed (timed out) before the blackhole
+}
+
+// failedKeepalives sums the session's keepalive RPCs whose outcome was an error.
+func failedKeepalives(t *testing.T, r *sdkmetric.ManualReader) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == coord.MetricKeepaliveRPCs {
+				for _, dp := range d.DataPoints {
+					if v, _ := dp.Attributes.Value(attribute.Key(coord.AttrOutcome)); v.AsString() == "error" {
+						n += dp.Value
+					}
+				}
+			}
+		}
+	}
+	return n
 }
 
 // runPartitionTrial: a holder talks to etcd through a proxy (every round trip
@@ -31,7 +57,10 @@ func runPartitionTrial(t *testing.T, e *coordtest.EtcdServer, name string, rtt, 
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	holderCli := coordtest.NewEtcdClient(t, proxy.URL())
 	rivalCli := e.Client(t)
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL, KeepaliveTimeout: kaTimeout, Logger: testLogger(t)}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(ctx)
+	cfg := Config{Tenant: testTenant(t), TTL: testTTL, KeepaliveTimeout: kaTimeout, Logger: testLogger(t), MeterProvider: mp}
 
 	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer hcancel()
@@ -92,6 +121,7 @@ func runPartitionTrial(t *testing.T, e *coordtest.EtcdServer, name string, rtt, 
 		res.spurious = true
 	case <-time.After(hold):
 	}
+	res.timeouts = failedKeepalives(t, reader)
 	proxy.Blackhole()
 	waitDone(t, stepped, 2*testTTL, "holder step-down")
 	var rl *Lease
@@ -152,16 +182,20 @@ func TestBlackholedHolderStepsDownFirst(t *testing.T) {
 
 // TestDelayedKeepalivesStepDownFirst: keepalive round trips of 0, TTL/6 and just
 // under TTL/3 (the keepalive timeout); the holder keeps the lease while they get
-// through — in every trial, a step-down during the delay is a failure — and once
-// the connection is blackholed its step-down still precedes the server's expiry
-// (the rival's acquisition).
+// through — a step-down during the delay fails the test unless the session's own
+// metric shows a keepalive that exceeded the timeout (a loaded machine: the trial
+// is counted as voided) — and once the connection is blackholed its step-down
+// still precedes the server's expiry (the rival's acquisition).
 func TestDelayedKeepalivesStepDownFirst(t *testing.T) {
 	res := coordtest.NewResult(t, "delayed keepalives: holder steps down before the rival acquires",
 		coordtest.Faults("holder connection blackholed", "keepalive round trips delayed"))
 	defer coordtest.Report(t, res)
 	e := coordtest.Etcd(t)
 	kaTimeout := testTTL/3 - 10*time.Millisecond
-	rtts := []time.Duration{0, testTTL / 6, testTTL/3 - 150*time.Millisecond}
+	// The longest delay leaves 240 ms of the keepalive timeout for etcd and a
+	// loaded machine: at 850 ms (140 ms left) a full run under load average 30
+	// saw keepalives exceed the timeout.
+	rtts := []time.Duration{0, testTTL / 6, testTTL/3 - 250*time.Millisecond}
 	rounds := coordtest.Pick(1, 5)
 	var minLag, maxLag time.Duration
 	for _, rtt := range rtts {
@@ -172,9 +206,16 @@ func TestDelayedKeepalivesStepDownFirst(t *testing.T) {
 				t.Fatalf("rtt %v round %d: fault not injected: the blackhole dropped nothing", rtt, round)
 			case rtt > 0 && r.delayed == 0:
 				t.Fatalf("rtt %v round %d: fault not injected: no round trip was delayed", rtt, round)
-			case r.spurious:
-				t.Fatalf("rtt %v round %d: the holder stepped down (%s) while its keepalives took %v, under the keepalive timeout %v",
+			case r.spurious && r.timeouts == 0:
+				t.Fatalf("rtt %v round %d: the holder stepped down (%s) although every keepalive got through (delay %v, keepalive timeout %v)",
 					rtt, round, r.reason, rtt, kaTimeout)
+			case r.spurious:
+				// A keepalive took longer than the timeout (the delay plus a loaded
+				// machine): stepping down was right, but the trial did not test a
+				// delay that gets through. Counted, never hidden.
+				res.Outcome["trials voided: a delayed keepalive exceeded the timeout"]++
+				t.Logf("rtt %v round %d: %d keepalive(s) exceeded the %v timeout under load; the step-down was correct; trial voided", rtt, round, r.timeouts, kaTimeout)
+				continue
 			case r.reason != coord.LossRenewalDeadline:
 				t.Fatalf("rtt %v round %d: holder lost with %s, want %s", rtt, round, r.reason, coord.LossRenewalDeadline)
 			case !r.stepDown.Before(r.rivalTakes):
