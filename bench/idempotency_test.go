@@ -25,20 +25,24 @@ import (
 // the other, against the same Postgres, so load from elsewhere hits all of them
 // alike and the ratios are same-run ratios:
 //
-//	cd bench && go test -run '^$' -bench 'Idempotency' -benchtime 2000x .
+//	cd bench && go test -run '^$' -bench 'IdempotencyNewKey|IdempotencyReplay$' -benchtime 2000x -count 3 .
+//	cd bench && go test -run '^$' -bench 'IdempotencyReplayParallel16' -benchtime 2000x -count 3 .
 //
 // NewKey: a request with a new key.
 //   - bare:  BEGIN; INSERT effect; COMMIT — the effect with no idempotency at all.
 //   - naive: the Stripe-style transaction: BEGIN; INSERT key ON CONFLICT DO NOTHING;
 //     INSERT effect; UPDATE key SET response; COMMIT.
-//   - do:    Store.Do (lookup, BEGIN+claim in one round trip, effect, UPDATE+COMMIT
-//     pipelined). Target do/bare ≤ 1.25 (p50).
-//   - do-assumenew: Store.Do with DoOpts.AssumeNew (no lookup round trip).
-//   - dotx:  BEGIN; Store.DoTx; COMMIT (the caller owns the transaction).
+//   - do:    Store.Do (BEGIN + advisory try-lock + read of the key in one pipelined
+//     round trip, the effect, the key row INSERT pipelined with COMMIT). Targets
+//     do/bare ≤ 1.2 and do/naive ≤ 0.85 (p50).
+//   - do-assumenew: Store.Do with DoOpts.AssumeNew (the same plan, forced).
+//   - dotx:  BEGIN; Store.DoTx; COMMIT (the caller owns the transaction: its BEGIN
+//     and COMMIT are round trips of their own, so 5 in all, like naive).
 //
 // Replay: a request whose key completed.
 //   - pk:     SELECT body FROM plain WHERE (scope, key) = … — a plain primary-key read.
-//   - replay: Store.Do on a completed key. Target replay/pk ≤ 1.1 (p50).
+//   - replay: Store.Do on a completed key (the Store has seen only replays, so it
+//     reads the key first, without a transaction). Target replay/pk ≤ 1.1 (p50).
 //   - http-pk / http-replay: the same through a real HTTP server: a handler doing the
 //     plain read vs the middleware replaying; their ratio is the middleware overhead.
 
