@@ -33,7 +33,10 @@
 //
 // Bad:
 //
-//	s, _ := concurrency.NewSession(cli)
+//	s, err := concurrency.NewSession(cli)
+//	if err != nil {
+//		return err
+//	}
 //	m := concurrency.NewMutex(s, "/locks/billing")
 //	if err := m.Lock(ctx); err != nil {
 //		return err
