@@ -96,4 +96,6 @@ func nameError(ne *coord.NameError) *ConfigError {
 // (an id row written in the same transaction), or read back what the transaction
 // wrote — never by assuming either outcome. A COMMIT that the server refused
 // (a deferred constraint, a serialization failure) is a plain error, not this.
+// Unlike idempotency.ErrCommitUnknown, coord.Retryable reports false for it: a
+// blind retry of writes that are not idempotent could apply them twice.
 var ErrCommitUnknown = errors.New("pgfence: commit outcome unknown")
