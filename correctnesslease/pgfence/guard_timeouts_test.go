@@ -28,7 +28,7 @@ func TestGuardTxBusyAfterLockTimeout(t *testing.T) {
 	err = guard(ctx, f, db.Pool, tok(t, "/busy@11"))
 	waited := time.Since(start)
 	var be *pgfence.BusyError
-	if !errors.As(err, &be) || !errors.Is(err, pgfence.ErrBusy) || !be.Retryable() {
+	if !errors.As(err, &be) || !errors.Is(err, pgfence.ErrBusy) || !be.Retryable() || !coord.Retryable(err) {
 		t.Fatalf("guard while the row is held = %v, want a retryable *pgfence.BusyError", err)
 	}
 	if be.Token != tok(t, "/busy@11") || be.Waited != 200*time.Millisecond || errors.Is(err, coord.ErrStaleToken) {
