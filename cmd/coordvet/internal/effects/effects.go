@@ -111,10 +111,25 @@ type Unit struct {
 	fn       *types.Func // for a declaration
 	calls    []*callEv
 	children []*Unit            // the literals directly inside
-	params   map[*types.Var]int // func-typed parameters, by index
+	params   map[*types.Var]int // its own func-typed parameters, by index
 	parent   *Unit
 	// joined is set when the literal is part of its parent's unit.
 	joined bool
+}
+
+// declParam returns the index of v among the func-typed parameters of the
+// declaration u lies in (u itself, or the function around its literal), or -1:
+// a repository's callback called from inside its own BeginFunc literal is
+// still the declaration's parameter.
+func (u *Unit) declParam(v *types.Var) int {
+	top := u
+	for top.parent != nil {
+		top = top.parent
+	}
+	if i, ok := top.params[v]; ok {
+		return i
+	}
+	return -1
 }
 
 // Result is the effects of one package.
@@ -320,9 +335,7 @@ func (a *analyzer) newUnit(node ast.Node, name string, fn *types.Func, ft *ast.F
 			if ev.lit == nil {
 				if id, ok := ast.Unparen(n.Fun).(*ast.Ident); ok {
 					if v, ok := info.Uses[id].(*types.Var); ok {
-						if i, ok := u.params[v]; ok {
-							ev.param = i
-						}
+						ev.param = u.declParam(v)
 					}
 				}
 			}
@@ -343,7 +356,7 @@ func (a *analyzer) newUnit(node ast.Node, name string, fn *types.Func, ft *ast.F
 				}
 				if id, ok := ast.Unparen(arg).(*ast.Ident); ok {
 					if v, ok := info.Uses[id].(*types.Var); ok {
-						if pi, ok := u.params[v]; ok {
+						if pi := u.declParam(v); pi >= 0 {
 							if ev.argParam == nil {
 								ev.argParam = map[int]int{}
 							}
@@ -477,9 +490,7 @@ func (a *analyzer) eval(u *Unit, seen map[*Unit]bool) effects {
 			continue
 		}
 		if ev.param >= 0 {
-			if u.parent == nil {
-				e.callsParams[ev.param] = true
-			}
+			e.callsParams[ev.param] = true
 			continue
 		}
 		fn := ev.callee
@@ -544,7 +555,7 @@ func (a *analyzer) eval(u *Unit, seen map[*Unit]bool) effects {
 						e.commits = append(e.commits, Site{ev.call, f.Commit})
 					}
 				}
-			} else if pi, ok := ev.argParam[i]; ok && u.parent == nil {
+			} else if pi, ok := ev.argParam[i]; ok {
 				e.txParams[pi] = true
 			}
 		}

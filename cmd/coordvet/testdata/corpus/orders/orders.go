@@ -89,6 +89,16 @@ func (s *Service) PlaceInRepoTx(ctx context.Context, o store.Order) error {
 	})
 }
 
+// PlaceWithTx publishes inside the repository's wrapped transaction callback.
+func (s *Service) PlaceWithTx(ctx context.Context, o store.Order) error {
+	return s.Repo.WithTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := s.Repo.Save(ctx, tx, o); err != nil {
+			return err
+		}
+		return s.placed(ctx, o) // corpus: dualwrite
+	})
+}
+
 // Import writes outside a transaction (autocommit), then publishes.
 func (s *Service) Import(ctx context.Context, o store.Order) error {
 	if err := s.Repo.Insert(ctx, o); err != nil {

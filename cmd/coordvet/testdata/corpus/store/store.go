@@ -43,3 +43,10 @@ func (r *Repo) Get(ctx context.Context, id string) (Order, error) {
 	err := r.Pool.QueryRow(ctx, `SELECT id, customer, cents FROM orders WHERE id = $1`, id).Scan(&o.ID, &o.Customer, &o.Cents)
 	return o, err
 }
+
+// WithTx runs fn in a transaction it commits, from its own callback.
+func (r *Repo) WithTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
+		return fn(ctx, tx)
+	})
+}

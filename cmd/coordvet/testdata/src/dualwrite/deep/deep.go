@@ -127,3 +127,11 @@ func (s *Service) SaveAndInvalidate(ctx context.Context, tx pgx.Tx, id string) e
 	}
 	return s.invalidate(id)
 }
+
+// The helper calls fn inside its own transaction callback: fn still runs in
+// the transaction.
+func (s *Service) InWrappedHelperTx(ctx context.Context, id string) error {
+	return deephelp.InTxWrapped(ctx, s.pool, func(tx pgx.Tx) error {
+		return s.nc.Publish("orders.paid", []byte(id)) // want `InWrappedHelperTx commits \(InTxWrapped → pgx.BeginFunc, line 134\) and publishes \(nats.Conn.Publish\)`
+	})
+}

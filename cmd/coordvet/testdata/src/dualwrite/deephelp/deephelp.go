@@ -20,3 +20,10 @@ func commit(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) }
 func InTx(ctx context.Context, db pgx.Beginner, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, db, fn)
 }
+
+// InTxWrapped calls fn from its own transaction callback, as most repositories do.
+func InTxWrapped(ctx context.Context, db pgx.Beginner, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		return fn(tx)
+	})
+}
