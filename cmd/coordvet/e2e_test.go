@@ -19,6 +19,18 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/vetutil"
 )
 
+// shared are the directories that live for the whole test binary (the built
+// command, the vetted module); TestMain removes them.
+var shared []string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, dir := range shared {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
 var (
 	binOnce sync.Once
 	binPath string
@@ -30,6 +42,7 @@ func buildCoordvet(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "coordvet-e2e-")
+		shared = append(shared, dir)
 		if err != nil {
 			binErr = err
 			return
@@ -160,6 +173,7 @@ type onceTB struct{ *testing.T }
 
 func (o *onceTB) TempDir() string {
 	dir, err := os.MkdirTemp("", "coordvet-module-")
+	shared = append(shared, dir)
 	if err != nil {
 		o.Fatal(err)
 	}

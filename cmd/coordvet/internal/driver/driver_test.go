@@ -27,11 +27,24 @@ var (
 	modErr    error
 )
 
+// shared are the directories that live for the whole test binary (the built
+// command, the fixture module); TestMain removes them.
+var shared []string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, dir := range shared {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
 // coordvet builds the command once.
 func coordvet(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "coordvet-driver-")
+		shared = append(shared, dir)
 		if err != nil {
 			buildErr = err
 			return
@@ -55,6 +68,7 @@ func fixture(t *testing.T) string {
 		if modDir, modErr = os.MkdirTemp("", "coordvet-inventory-"); modErr != nil {
 			return
 		}
+		shared = append(shared, modDir)
 		if src, modErr = os.ReadFile(filepath.Join("..", "..", "testdata", "inventory", "app", "app.go")); modErr != nil {
 			return
 		}
