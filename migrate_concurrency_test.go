@@ -71,13 +71,35 @@ func components(t *testing.T, pool *pgxpool.Pool) []component {
 // TestMigrateConcurrentFreshSchema: 8 processes start at once on a fresh schema and
 // each runs Migrate on its own connection; all must succeed, in every trial.
 func TestMigrateConcurrentFreshSchema(t *testing.T) {
-	for _, c := range components(t, coordtest.Postgres(t).Pool) {
+	db := coordtest.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Eight connections, like eight processes; each trial points them at a fresh
+	// schema of its own.
+	conns := make([]*pgx.Conn, migrateCallers)
+	for i := range conns {
+		conn, err := pgx.Connect(ctx, db.URL)
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		defer conn.Close(context.Background())
+		conns[i] = conn
+	}
+	for ci, c := range components(t, db.Pool) {
 		t.Run(c.name, func(t *testing.T) {
 			failures, calls := 0, 0
 			var first error
 			for trial := range migrateTrials {
-				errs := migrateAtOnce(t, c, migrateCallers)
-				for _, err := range errs {
+				schema := pgx.Identifier{fmt.Sprintf("%s_m%d_%d", db.Schema, ci, trial)}.Sanitize()
+				if _, err := db.Pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+					t.Fatal(err)
+				}
+				for _, conn := range conns {
+					if _, err := conn.Exec(ctx, "SET search_path TO "+schema); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, err := range migrateAtOnce(ctx, c, conns) {
 					calls++
 					if err != nil {
 						failures++
@@ -85,6 +107,9 @@ func TestMigrateConcurrentFreshSchema(t *testing.T) {
 							first = fmt.Errorf("trial %d: %w", trial, err)
 						}
 					}
+				}
+				if _, err := db.Pool.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if failures > 0 {
@@ -94,24 +119,11 @@ func TestMigrateConcurrentFreshSchema(t *testing.T) {
 	}
 }
 
-// migrateAtOnce runs n Migrate calls, each on its own connection to a fresh schema,
-// released together, and returns their errors.
-func migrateAtOnce(t *testing.T, c component, n int) []error {
-	t.Helper()
-	db := coordtest.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conns := make([]*pgx.Conn, n)
-	for i := range conns {
-		conn, err := pgx.Connect(ctx, db.URL)
-		if err != nil {
-			t.Fatalf("connect: %v", err)
-		}
-		defer conn.Close(context.Background())
-		conns[i] = conn
-	}
+// migrateAtOnce runs c's Migrate once on each connection, all released together,
+// and returns their errors.
+func migrateAtOnce(ctx context.Context, c component, conns []*pgx.Conn) []error {
 	start := make(chan struct{})
-	errs := make([]error, n)
+	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
 	for i, conn := range conns {
 		wg.Go(func() {
