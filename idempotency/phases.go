@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/internal/pgerr"
+	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -133,7 +134,7 @@ func (s *Store) claimPhased(ctx context.Context, key Key, fp Fingerprint, op *Op
 	wait := s.cfg.WaitTimeout
 	lockMS := s.cfg.LockTimeout.Milliseconds()
 	b := &pgx.Batch{}
-	b.Queue(s.q.setLockTimeout, fmt.Sprintf("%dms", wait.Milliseconds()))
+	b.Queue(s.q.setLockTimeout, pgtx.Millis(wait))
 	b.Queue(`INSERT INTO `+s.table+` (scope, idem_key, fingerprint, status, operation, request, lock_token, locked_until)
 		VALUES ($1, $2, $3, 1, $4, $5, $6, now() + $7::bigint * interval '1 millisecond') ON CONFLICT DO NOTHING`,
 		key.Scope, key.ID, fp[:], op.Name, request, token, lockMS)

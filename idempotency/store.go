@@ -217,7 +217,7 @@ func (s *Store) claim(ctx context.Context, db batcher, begin bool, key Key, wait
 	}
 	// A duplicate holds the lock: wait for its transaction to end, then read again.
 	b = &pgx.Batch{}
-	b.Queue(s.q.waitLock, id, fmt.Sprintf("%dms", wait.Milliseconds()))
+	b.Queue(s.q.waitLock, id, pgtx.Millis(wait))
 	b.Queue(s.q.lookup, key.Scope, key.ID)
 	br = db.SendBatch(ctx, b)
 	_, lockErr = br.Exec()

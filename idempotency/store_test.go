@@ -276,3 +276,29 @@ func TestCustomTableName(t *testing.T) {
 		t.Fatalf("Table() = %s", s.Table())
 	}
 }
+
+// A per-call WaitTimeout below a millisecond still bounds the wait: it must not
+// become lock_timeout "0ms", which PostgreSQL reads as no limit at all.
+func TestSubMillisecondWaitTimeoutIsStillBounded(t *testing.T) {
+	s, db := newStore(t, idempotency.Config{})
+	ctx := context.Background()
+	key := idempotency.Key{Scope: "acme", ID: "sub-ms"}
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := s.DoTx(ctx, tx, key, fp("a"), effect(key, "first"), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The first request stays uncommitted until the test ends; the duplicate has
+	// ten seconds before its own context gives up.
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, wait := range []time.Duration{time.Nanosecond, 500 * time.Microsecond} {
+		_, err := s.Do(dctx, key, fp("a"), effect(key, "dup"), &idempotency.DoOpts{WaitTimeout: wait, AssumeNew: true})
+		if !errors.Is(err, idempotency.ErrInFlight) {
+			t.Fatalf("WaitTimeout %v: %v, want *InFlightError (a wait without limit ends only at the context's deadline)", wait, err)
+		}
+	}
+}

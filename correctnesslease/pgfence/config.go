@@ -2,7 +2,6 @@ package pgfence
 
 import (
 	"log/slog"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -103,10 +102,4 @@ func (c Config) validate() error {
 		return &ConfigError{Field: "MaxLeaseLabels", Reason: "negative"}
 	}
 	return nil
-}
-
-// pgMillis renders d as a PostgreSQL duration setting in whole milliseconds,
-// rounded up (0 would mean "no timeout").
-func pgMillis(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/coordkit/coordkit/internal/labelcap"
 	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/attribute"
@@ -102,10 +103,10 @@ func guardStatement(table string, cfg Config) (sql string, settings []any) {
 	}
 	var sets []string
 	if cfg.LockTimeout > 0 {
-		sets = append(sets, "set_config('lock_timeout', "+param(pgMillis(cfg.LockTimeout))+", true)")
+		sets = append(sets, "set_config('lock_timeout', "+param(pgtx.Millis(cfg.LockTimeout))+", true)")
 	}
 	if cfg.IdleTimeout > 0 {
-		sets = append(sets, "set_config('idle_in_transaction_session_timeout', "+param(pgMillis(cfg.IdleTimeout))+", true)")
+		sets = append(sets, "set_config('idle_in_transaction_session_timeout', "+param(pgtx.Millis(cfg.IdleTimeout))+", true)")
 	}
 	src, restore := "VALUES ($1, $2)", ""
 	if len(sets) > 0 {

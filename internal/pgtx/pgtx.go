@@ -4,6 +4,7 @@ package pgtx
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,4 +26,12 @@ func RollbackConn(ctx context.Context, c *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RollbackTimeout)
 	defer cancel()
 	_, _ = c.Exec(ctx, "ROLLBACK")
+}
+
+// Millis renders d as the value of a PostgreSQL timeout setting (lock_timeout,
+// idle_in_transaction_session_timeout, statement_timeout): whole milliseconds,
+// rounded up, so that a positive d never becomes 0, which PostgreSQL reads as "no
+// timeout".
+func Millis(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }

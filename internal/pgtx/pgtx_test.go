@@ -45,3 +45,14 @@ func TestRollbackConnEndsTheTransactionAndFreesItsLocks(t *testing.T) {
 		}
 	}
 }
+
+// A positive duration never renders as 0 ("no timeout"); whole milliseconds stay.
+func TestMillisRoundsUp(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0", time.Nanosecond: "1", time.Millisecond: "1", 1500 * time.Microsecond: "2", 2 * time.Second: "2000",
+	} {
+		if got := pgtx.Millis(d); got != want {
+			t.Errorf("Millis(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
