@@ -50,8 +50,10 @@ func (c PrunerConfig) validate() error {
 	return nil
 }
 
-// Pruner deletes completed keys older than Config.Retention in bounded batches.
-// In-progress keys are never pruned (a phased request may still be resumed).
+// Pruner deletes keys completed more than Config.Retention ago, in bounded batches
+// (found through the BRIN index on created_at: a key completes after it was
+// created). In-progress keys are never pruned (a phased request may still be
+// resumed).
 type Pruner struct {
 	s   *Store
 	cfg PrunerConfig
@@ -84,7 +86,7 @@ func (p *Pruner) Run(ctx context.Context) error {
 	}
 }
 
-// PruneOnce deletes expired completed keys, Batch rows per statement, until a
+// PruneOnce deletes keys completed more than Retention ago, Batch rows per statement, until a
 // statement deletes fewer than Batch or MaxBatchesPerPass statements ran. It returns
 // how many rows it deleted. ctx cancels it between and during statements.
 func (p *Pruner) PruneOnce(ctx context.Context) (int64, error) {
@@ -92,6 +94,7 @@ func (p *Pruner) PruneOnce(ctx context.Context) (int64, error) {
 	q := `DELETE FROM ` + s.table + ` WHERE ctid IN (
 		SELECT ctid FROM ` + s.table + `
 		WHERE status = 2 AND created_at < now() - $1::bigint * interval '1 millisecond'
+			AND completed_at < now() - $1::bigint * interval '1 millisecond'
 		LIMIT $2)`
 	var total int64
 	for i := 0; i < p.cfg.MaxBatchesPerPass; i++ {
