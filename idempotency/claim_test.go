@@ -339,3 +339,46 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Two Stores on one table — one naming its Schema, one reaching the table through
+// the search_path — serialize a key on the same lock: the duplicate waits for the
+// first request and replays it; its effect never runs.
+func TestStoresNamingTheSchemaOrNotShareTheKeyLock(t *testing.T) {
+	bare, db := newStore(t, idempotency.Config{WaitTimeout: 10 * time.Second}) // Schema "": the pool's search_path
+	named, err := idempotency.New(db.Pool, idempotency.Config{Schema: db.Schema, WaitTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := idempotency.Key{Scope: "acme", ID: "one-table-two-names"}
+	dupRan := make(chan struct{})
+	firstDone := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		_, err := bare.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+			close(started)
+			select { // hold the key until the duplicate ran its effect, or 2s
+			case <-dupRan:
+			case <-time.After(2 * time.Second):
+			}
+			return effect(key, "first")(ctx, tx)
+		}, nil)
+		firstDone <- err
+	}()
+	<-started
+	ran := false
+	res, err := named.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+		ran = true
+		close(dupRan)
+		return effect(key, "duplicate")(ctx, tx)
+	}, &idempotency.DoOpts{AssumeNew: true})
+	if ferr := <-firstDone; ferr != nil {
+		t.Fatalf("first request: %v", ferr)
+	}
+	if ran {
+		t.Fatalf("the duplicate ran its effect while the first request held the key (then: %+v, %v)", res, err)
+	}
+	if err != nil || !res.Replayed {
+		t.Fatalf("duplicate: %+v, %v; want the first request's replay", res, err)
+	}
+}

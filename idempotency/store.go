@@ -242,11 +242,13 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// lockID is the advisory lock of key: 64 bits of a hash of the table, the scope and
-// the key (length-prefixed, so no two keys share an encoding). A collision only
-// makes two keys wait for each other.
+// lockID is the advisory lock of key: 64 bits of a hash of the table's own name
+// (without its Schema, so that a Store naming the schema and one reaching the
+// table through the search_path take the same lock; same-named tables of two
+// schemas merely share lock slots), the scope and the key (length-prefixed, so no
+// two keys share an encoding). A collision only makes two keys wait for each other.
 func (s *Store) lockID(key Key) int64 {
-	h := FingerprintOf([]byte(s.table), []byte(key.Scope), []byte(key.ID))
+	h := FingerprintOf([]byte(s.cfg.Table), []byte(key.Scope), []byte(key.ID))
 	return int64(binary.BigEndian.Uint64(h[:8]))
 }
 
