@@ -236,14 +236,7 @@ func TestDoAfterWaitingRunsWithTheCallersLockTimeout(t *testing.T) {
 	s, db := newStore(t, idempotency.Config{WaitTimeout: 5 * time.Second})
 	ctx := context.Background()
 	key := idempotency.Key{Scope: "acme", ID: "waited"}
-	tx, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := s.DoTx(ctx, tx, key, fp("a"), effect(key, "first"), nil); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdKey(t, s, db, key)
 	type out struct {
 		res         idempotency.Result
 		err         error

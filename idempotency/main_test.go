@@ -71,3 +71,20 @@ func itoa(n int64) string {
 	}
 	return string(b)
 }
+
+// holdKey runs the first request for key in a transaction it leaves uncommitted
+// (rolled back when the test ends, unless the caller ends it first): duplicates
+// find the key in flight.
+func holdKey(t testing.TB, s *idempotency.Store, db *coordtest.PostgresDB, key idempotency.Key) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := s.DoTx(ctx, tx, key, fp("a"), effect(key, "first"), nil); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}

@@ -158,17 +158,10 @@ func TestConcurrentDuplicateWaitIsBounded(t *testing.T) {
 	s, db := newStore(t, idempotency.Config{WaitTimeout: 200 * time.Millisecond})
 	ctx := context.Background()
 	key := idempotency.Key{Scope: "acme", ID: "slow"}
-	tx, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := s.DoTx(ctx, tx, key, fp("a"), effect(key, "first"), nil); err != nil {
-		t.Fatal(err)
-	}
+	holdKey(t, s, db, key)
 	ran := false
 	start := time.Now()
-	_, err = s.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+	_, err := s.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
 		ran = true
 		return idempotency.Response{}, nil
 	}, nil)
@@ -283,14 +276,7 @@ func TestSubMillisecondWaitTimeoutIsStillBounded(t *testing.T) {
 	s, db := newStore(t, idempotency.Config{})
 	ctx := context.Background()
 	key := idempotency.Key{Scope: "acme", ID: "sub-ms"}
-	tx, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := s.DoTx(ctx, tx, key, fp("a"), effect(key, "first"), nil); err != nil {
-		t.Fatal(err)
-	}
+	holdKey(t, s, db, key)
 	// The first request stays uncommitted until the test ends; the duplicate has
 	// ten seconds before its own context gives up.
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
