@@ -130,7 +130,7 @@ func (s *Store) claimPhased(ctx context.Context, key Key, fp Fingerprint, op *Op
 	if err != nil {
 		return nil, Result{}, fmt.Errorf("idempotency: claim %s: %w", key, err)
 	}
-	defer tx.Rollback(context.Background())
+	defer pgtx.Rollback(ctx, tx)
 	wait := s.cfg.WaitTimeout
 	lockMS := s.cfg.LockTimeout.Milliseconds()
 	b := &pgx.Batch{}
@@ -224,7 +224,7 @@ func (s *Store) runPhase(ctx context.Context, ph Phase, st *State, token []byte)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.Background())
+	defer pgtx.Rollback(ctx, tx)
 	// Fence first: the row lock keeps a takeover out until this phase commits.
 	if err := s.fence(ctx, tx, st, token); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -232,7 +233,7 @@ func (c *Client) adminTx(ctx context.Context, id string, fn func(pgx.Tx, rowStat
 	if err != nil {
 		return fmt.Errorf("saga: admin %q: %w", id, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer pgtx.Rollback(ctx, tx)
 	var r rowState
 	var state string
 	err = tx.QueryRow(ctx, c.q.lockRow, id).Scan(&state, &r.step, &r.pivot, &r.attempts, &r.claimed, &r.version)

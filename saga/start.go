@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/coord"
@@ -42,7 +43,7 @@ func Start[T any](ctx context.Context, c *Client, def *Definition[T], data T, op
 	if err != nil {
 		return "", fmt.Errorf("saga: start: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer pgtx.Rollback(ctx, tx)
 	id, err := StartTx(ctx, tx, c, def, data, opts)
 	if err != nil {
 		return "", err

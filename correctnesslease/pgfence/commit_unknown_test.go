@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
@@ -33,23 +31,7 @@ func TestExecCommitUnknown(t *testing.T) {
 		CREATE TABLE once (v int, CONSTRAINT once_v UNIQUE (v) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := coordtest.NewProxy(t, u.Host)
-	pc, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port, _ := splitHostPort(proxy.Addr())
-	pc.ConnConfig.Host, pc.ConnConfig.Port = host, port
-	pc.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, proxy := proxiedPool(t, db)
 	committed := func(id string) bool {
 		var n int
 		if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM charges WHERE id = $1", id).Scan(&n); err != nil {
@@ -110,7 +92,7 @@ func TestExecCommitUnknown(t *testing.T) {
 	}
 
 	// A COMMIT the server refuses (a deferred unique constraint) is known: failed.
-	err = f.Exec(ctx, db.Pool, tok(t, "/tenants/t/elections/billing@5"), func(ctx context.Context, tx pgx.Tx) error {
+	err := f.Exec(ctx, db.Pool, tok(t, "/tenants/t/elections/billing@5"), func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "INSERT INTO once VALUES (1), (1)")
 		return err
 	})
@@ -140,13 +122,4 @@ func TestExecCommitUnknown(t *testing.T) {
 	if unknownLanded == 0 || unknownLost == 0 {
 		t.Fatalf("the fault did not produce both outcomes: committed %d, not committed %d", unknownLanded, unknownLost)
 	}
-}
-
-func splitHostPort(addr string) (string, uint16, error) {
-	u, err := url.Parse("//" + addr)
-	if err != nil {
-		return "", 0, err
-	}
-	p, err := strconv.Atoi(u.Port())
-	return u.Hostname(), uint16(p), err
 }

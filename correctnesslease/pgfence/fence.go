@@ -187,7 +187,7 @@ func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(
 		// Also when fn panics: an open transaction would keep the fence row
 		// locked and block every later holder of the lease.
 		if !committed {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			pgtx.Rollback(ctx, tx)
 		}
 	}()
 	if err = f.GuardTx(ctx, tx, tok); err != nil {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 // Bounds of the text ResetFence records.
@@ -92,7 +93,7 @@ func (f *Fence) ResetFence(ctx context.Context, db Beginner, lease string, opts 
 	if err != nil {
 		return ResetResult{}, fmt.Errorf("pgfence: reset: begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit: a no-op
+	defer pgtx.Rollback(ctx, tx) // after Commit: a no-op
 	var tag interface{ RowsAffected() int64 }
 	switch {
 	case opts.ExpectHighest == 0:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/coordkit/coordkit/internal/pgerr"
+	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -51,7 +52,7 @@ func (c Component) Migrate(ctx context.Context, db Beginner) error {
 	if err != nil {
 		return c.fail(fmt.Errorf("migrate %s: begin: %w", c, err))
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer pgtx.Rollback(ctx, tx)
 	if err := c.migrateTx(ctx, tx); err != nil {
 		return c.fail(err)
 	}

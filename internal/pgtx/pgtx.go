@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// RollbackTimeout bounds the ROLLBACK that RollbackConn sends.
+// RollbackTimeout bounds the ROLLBACK that RollbackConn and Rollback send.
 const RollbackTimeout = 5 * time.Second
 
 // RollbackConn ends whatever transaction c is still in (open or aborted), so the
@@ -26,6 +26,16 @@ func RollbackConn(ctx context.Context, c *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RollbackTimeout)
 	defer cancel()
 	_, _ = c.Exec(ctx, "ROLLBACK")
+}
+
+// Rollback rolls tx back (a no-op once it has committed or rolled back) even when
+// ctx is already done (keeping ctx's values), for at most RollbackTimeout: on a
+// silent network the answer never comes, and the connection is then closed
+// instead, which ends the transaction on the server. For a deferred rollback.
+func Rollback(ctx context.Context, tx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RollbackTimeout)
+	defer cancel()
+	_ = tx.Rollback(ctx)
 }
 
 // Millis renders d as the value of a PostgreSQL timeout setting (lock_timeout,
