@@ -33,7 +33,10 @@ type buildResult struct {
 // binary's path. The result is memoised for the life of the test binary and lives
 // in a directory under os.TempDir() shared by concurrent test processes (written to
 // a temporary name, then renamed). The first call for importPath says on stderr
-// that it is building, and when it is done.
+// that it is building, and when it is done. The binary is built without -race even
+// when GOFLAGS asks for it (scripts/test.sh): the servers a test starts are not the
+// code under test, and race-instrumented they run several times slower (etcd's
+// bcrypt check of an auth token then outlasts a keepalive timeout).
 func Build(t testing.TB, importPath string) string {
 	t.Helper()
 	v, _ := builds.LoadOrStore(importPath, &buildResult{})
@@ -57,7 +60,7 @@ func Build(t testing.TB, importPath string) string {
 		}
 		fmt.Fprintf(buildLog, "coordtest: building %s with go build, once per test binary (seconds from the build cache, a minute or more cold%s)\n", importPath, hint)
 		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", tmp.Name(), importPath)
+		cmd := exec.Command("go", "build", "-race=false", "-o", tmp.Name(), importPath)
 		r.out, r.err = cmd.CombinedOutput()
 		took := time.Since(start).Round(time.Millisecond)
 		if r.err != nil {

@@ -3,6 +3,7 @@ package coordtest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -18,6 +19,9 @@ func TestCheckJetStream(t *testing.T) {
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
 		bin = "/usr/sbin/nats-server" // Debian's package puts it outside a user's PATH
+	}
+	if _, err := os.Stat(bin); err != nil {
+		missingBinary(t, fmt.Errorf("nats-server is not on PATH, nor in /usr/sbin"), "scripts/services.sh nats-bin (Debian's package nats-server)")
 	}
 	start := func(args ...string) string {
 		port := FreePort(t)
