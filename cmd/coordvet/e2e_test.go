@@ -37,7 +37,9 @@ var (
 	binErr  error
 )
 
-// buildCoordvet builds this command, the binary users install, once per run.
+// buildCoordvet builds this command, the binary users install, once per run:
+// without -race even under scripts/test.sh (GOFLAGS=-race), as users build it —
+// race-instrumented it analyses the SDK about ten times slower.
 func buildCoordvet(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -48,7 +50,7 @@ func buildCoordvet(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "coordvet")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-race=false", "-o", binPath, ".").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
@@ -160,7 +162,7 @@ func vetModule(t *testing.T) (vetRun, string) {
 	bin := buildCoordvet(t)
 	moduleOnce.Do(func() {
 		moduleDir = e2eModule(&onceTB{t})
-		moduleRun = runTool(t, moduleDir, exec.Command("go", "vet", "-vettool="+bin, "-today="+vettest.Today, "./..."), "GOFLAGS=-mod=mod", "GOWORK=off")
+		moduleRun = runTool(t, moduleDir, exec.Command("go", "vet", "-vettool="+bin, "-today="+vettest.Today, "./..."), modMod(), "GOWORK=off")
 	})
 	if moduleDir == "" {
 		t.Fatal("the e2e module could not be vetted (see the first test that tried)")
@@ -251,7 +253,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// The same binary standalone (go/packages loading, tests included).
 	bin := buildCoordvet(t)
-	alone := runTool(t, dir, exec.Command(bin, "-today="+vettest.Today, "./e2e/..."), "GOFLAGS=-mod=mod", "GOWORK=off")
+	alone := runTool(t, dir, exec.Command(bin, "-today="+vettest.Today, "./e2e/..."), modMod(), "GOWORK=off")
 	if !slices.Equal(alone.found, want) {
 		t.Fatalf("standalone findings differ\n got: %v\nwant: %v\noutput:\n%s", alone.found, want, alone.out)
 	}
@@ -357,7 +359,7 @@ func TestVetCacheSeesExpiry(t *testing.T) {
 	_, dir := vetModule(t)
 	bin := buildCoordvet(t)
 	vetOn := func(day string) vetRun {
-		return runTool(t, dir, exec.Command("go", "vet", "-vettool="+bin, "./corpus/exceptions"), "GOFLAGS=-mod=mod", "GOWORK=off", "COORDVET_TODAY="+day)
+		return runTool(t, dir, exec.Command("go", "vet", "-vettool="+bin, "./corpus/exceptions"), modMod(), "GOWORK=off", "COORDVET_TODAY="+day)
 	}
 	has := func(r vetRun, f finding) bool { return slices.Contains(r.found, f) }
 	valid := finding("corpus/exceptions/exceptions.go:19:ignoredirective") // expires=2026-09-30
@@ -382,4 +384,11 @@ func TestVetCacheSeesExpiry(t *testing.T) {
 	if first, second, next := id("2026-09-30"), id("2026-09-30"), id("2026-10-01"); first != second || first == next {
 		t.Fatal("-V=full's build ID does not follow the date exceptions are judged on")
 	}
+}
+
+// modMod is GOFLAGS with -mod=mod added to the caller's flags, not replacing
+// them: under scripts/test.sh (GOFLAGS=-race) the e2e module then reuses the
+// race-instrumented build of the SDK instead of compiling it all again.
+func modMod() string {
+	return "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod")
 }
