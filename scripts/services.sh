@@ -11,6 +11,7 @@
 #   redis-bin     redis-server, for PrivateRedis
 #   nats          a NATS server with JetStream (4222; when the server there has
 #                 JetStream off, one of its own with JetStream on the next free port)
+#   nats-bin      nats-server, for tests that start their own
 #   chromium      Debian's chromium, able to render a page headless
 #
 #   scripts/services.sh [capability...]     # default: all of them
@@ -27,7 +28,7 @@
 # (default /var/lib/coordkit as root, ~/.local/state/coordkit otherwise).
 set -euo pipefail
 
-all_caps=(cc postgres postgres-bin redis redis-bin nats chromium)
+all_caps=(cc postgres postgres-bin redis redis-bin nats nats-bin chromium)
 
 log() { printf 'services: %s\n' "$*" >&2; }
 . "$(dirname "$0")/lib/progress.sh"
@@ -39,7 +40,7 @@ packages_of() {
     cc) echo gcc libc6-dev ;;
     postgres|postgres-bin) echo postgresql ;;
     redis|redis-bin) echo redis-server ;;
-    nats) echo nats-server ;;
+    nats|nats-bin) echo nats-server ;;
     chromium) echo chromium ;;
     *) die "unknown capability $1 (have: ${all_caps[*]})" ;;
   esac
@@ -50,7 +51,7 @@ packages_of() {
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
-can_root() { [ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }
+can_root() { [ "$(id -u)" = 0 ] || [ -x "$(command -v sudo 2>/dev/null)" ]; }
 need_root() { # what, command to run as root
   can_root && return 0
   die "$1 needs root, and there is no sudo here; run as root:
@@ -183,6 +184,8 @@ pg_url() { echo "postgres://postgres@127.0.0.1:$1/postgres?sslmode=disable"; }
 pg_bin_ok() { compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; }
 
 ensure_postgres_bin() {
+  [ -z "${pg_bin_done:-}" ] || return 0
+  pg_bin_done=1
   if pg_bin_ok; then log "postgres-bin: server binaries in $(dirname "$(ls /usr/lib/postgresql/*/bin/postgres | sort -V | tail -1)")"; return; fi
   apt_install postgresql
   pg_bin_ok || die "postgres-bin: postgresql installed but no /usr/lib/postgresql/*/bin/postgres"
@@ -258,6 +261,8 @@ redis_ok() {
 redis_bin() { command -v redis-server 2>/dev/null || { [ -x /usr/bin/redis-server ] && echo /usr/bin/redis-server; }; }
 
 ensure_redis_bin() {
+  [ -z "${redis_bin_done:-}" ] || return 0
+  redis_bin_done=1
   if [ -n "$(redis_bin)" ]; then log "redis-bin: $(redis_bin)"; return; fi
   apt_install redis-server
   [ -n "$(redis_bin)" ] || die "redis-bin: redis-server installed but not found"
@@ -314,6 +319,12 @@ nats_probe() (
 )
 
 nats_js_ok() { [ "$(nats_probe "$1")" = jetstream ]; }
+
+ensure_nats_bin() {
+  [ -n "$(nats_bin)" ] || apt_install nats-server
+  [ -n "$(nats_bin)" ] || die "nats-bin: nats-server installed but not found"
+  log "nats-bin: $(nats_bin)"
+}
 
 nats_bin() { command -v nats-server 2>/dev/null || { [ -x /usr/sbin/nats-server ] && echo /usr/sbin/nats-server; }; }
 
@@ -387,6 +398,7 @@ present() {
     redis) redis_ok 6379 ;;
     redis-bin) [ -n "$(redis_bin)" ] ;;
     nats) nats_js_ok 4222 ;;
+    nats-bin) [ -n "$(nats_bin)" ] ;;
     chromium) [ -x /usr/bin/chromium ] && chromium_ok ;;
   esac
 }
@@ -407,8 +419,9 @@ for c in "$@"; do
     redis) redis_ok 6379 || [ -n "$(redis_bin)" ] || need+=(redis-server) ;;
     redis-bin) [ -n "$(redis_bin)" ] || need+=(redis-server) ;;
     nats) nats_js_ok 4222 || [ -n "$(nats_bin)" ] || need+=(nats-server) ;;
+    nats-bin) [ -n "$(nats_bin)" ] || need+=(nats-server) ;;
     chromium) [ -x /usr/bin/chromium ] || need+=(chromium) ;;
   esac
 done
-[ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
+[ ${#need[@]} -eq 0 ] || apt_install $(printf '%s\n' "${need[@]}" | sort -u)
 for c in "$@"; do "ensure_${c//-/_}"; done
