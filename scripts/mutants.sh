@@ -35,7 +35,7 @@ scripts/services.sh
 # rely on them)
 packages=(
   "pgfence;./correctnesslease/pgfence;(fence|row);TestPausedHolderWritesAreRejected$|TestClusterFaultsKeepFencedIncrementsExact$|TestClusterScenarioCatchesAnUnfencedResource$"
-  "correctnesslease;./correctnesslease;(acquire|keepalive|keygone|lease|mint|run|session);TestBlackholedHolderStepsDownFirst$|TestDelayedKeepalivesStepDownFirst$|TestKeepaliveSharedBy1000Leases$|TestDeadlineMidQueueLeavesNoKey$|TestPausedHolderReportsItsOwnExpiry$"
+  "correctnesslease;./correctnesslease;(acquire|queue|keepalive|keygone|lease|mint|run|session);TestBlackholedHolderStepsDownFirst$|TestDelayedKeepalivesStepDownFirst$|TestKeepaliveSharedBy1000Leases$|TestDeadlineMidQueueLeavesNoKey$|TestPausedHolderReportsItsOwnExpiry$"
   "idempotency;./idempotency;(store|phases|completer|fingerprint|key|response|txctx);TestAmbiguousCommitRetryIsExactlyOnce$|TestPhasedCrashIsFinished$"
   "outbox-relay;./outbox;(relay);TestRelaySurvivesPostgresCrashRestart$|TestPerKeyOrderWithSeveralRelays$"
   "saga-drive;./saga;(drive);TestCrashAtEveryBoundary$"
