@@ -115,8 +115,8 @@ func (in *Inbox) ProcessTx(ctx context.Context, tx pgx.Tx, consumer, eventID str
 	if !consumerName.MatchString(consumer) {
 		return false, &ConfigError{Field: "consumer", Reason: fmt.Sprintf("%q: 1-200 printable ASCII bytes", pgtext.Clean(consumer, quoted))}
 	}
-	if eventID == "" || len(eventID) > 200 {
-		return false, &EventError{Field: "id", Err: ErrInvalidID, Reason: "empty or longer than 200 bytes"}
+	if eventID == "" || pgtext.Clean(eventID, 200) != eventID { // Clean changes what text cannot store
+		return false, &EventError{Field: "id", Err: ErrInvalidID, Reason: "empty, longer than 200 bytes, not UTF-8 or with a NUL byte"}
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO `+in.table+` (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, consumer, eventID)
 	if err != nil {
