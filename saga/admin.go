@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 )
@@ -145,12 +145,12 @@ const (
 )
 
 // Resolve takes a needs_human saga out of that state as how says, recording note
-// (required, at most 1000 bytes of UTF-8) in its error history, and wakes the
+// (required, at most 1000 bytes of UTF-8 without NUL) in its error history, and wakes the
 // runners. It blocks for one transaction; ctx cancels it. Errors: ErrNotFound,
 // *StateError (not needs_human), ErrInvalidConfig (bad resolution or note).
 func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note string) error {
-	if note == "" || len(note) > 1000 || !utf8.ValidString(note) {
-		return fmt.Errorf("%w: resolve note must be 1 to 1000 bytes of UTF-8", ErrInvalidConfig)
+	if note == "" || pgtext.Clean(note, 1000) != note { // Clean changes what text cannot store
+		return fmt.Errorf("%w: resolve note must be 1 to 1000 bytes of UTF-8 without NUL", ErrInvalidConfig)
 	}
 	return c.adminTx(ctx, id, func(tx pgx.Tx, r rowState) error {
 		if r.state != StateNeedsHuman {
@@ -186,10 +186,10 @@ func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note st
 // runner driving it is fenced off (claim_version). It returns ErrPastPivot when
 // the saga has reached its pivot — after that only forward is possible —
 // *StateError when it is terminal, needs a human or already
-// compensates, and ErrNotFound. reason (at most 1000 bytes of UTF-8) is recorded.
+// compensates, and ErrNotFound. reason (at most 1000 bytes of UTF-8 without NUL) is recorded.
 func (c *Client) Cancel(ctx context.Context, id string, reason string) error {
-	if len(reason) > 1000 || !utf8.ValidString(reason) {
-		return fmt.Errorf("%w: cancel reason must be at most 1000 bytes of UTF-8", ErrInvalidConfig)
+	if pgtext.Clean(reason, 1000) != reason {
+		return fmt.Errorf("%w: cancel reason must be at most 1000 bytes of UTF-8 without NUL", ErrInvalidConfig)
 	}
 	return c.adminTx(ctx, id, func(tx pgx.Tx, r rowState) error {
 		if r.state != StateRunning {

@@ -176,3 +176,25 @@ func TestBarrier(t *testing.T) {
 		}
 	}
 }
+
+// An operator's note or reason that PostgreSQL cannot store (a NUL byte, from a
+// form or a script) is refused as ErrInvalidConfig before anything is written,
+// not sent to the database to fail there.
+func TestAdminRefusesTextPostgresCannotStore(t *testing.T) {
+	e := newEnv(t)
+	c, def := e.client(t, fastConfig())
+	ctx := context.Background()
+	id, err := Start(ctx, c, def, order{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx, id, "nul\x00byte"); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("cancel with a NUL in the reason: %v, want ErrInvalidConfig", err)
+	}
+	if err := c.Resolve(ctx, id, ResolveRetry, "nul\x00byte"); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("resolve with a NUL in the note: %v, want ErrInvalidConfig", err)
+	}
+	if i, err := c.Get(ctx, id); err != nil || i.State == StateCompensated {
+		t.Fatalf("saga after refused admin calls: %+v, %v", i, err)
+	}
+}
