@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/internal/pgerr"
+	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 )
@@ -21,10 +22,12 @@ const RecoveryStarted = "started"
 // once its lock expired (Store.Run) or by a Completer. Operations are values the
 // program declares once; the Completer finds them by Name.
 type Operation struct {
-	// Name identifies the operation in the key row; 1..200 bytes, stable across deploys.
+	// Name identifies the operation in the key row; 1..200 bytes of UTF-8 without
+	// NUL, stable across deploys.
 	Name string
-	// Phases run in order. Names are unique, non-empty and not RecoveryStarted. The
-	// phase that finishes the request sets State.Response; the rest are skipped.
+	// Phases run in order. Names are unique, non-empty, UTF-8 without NUL and not
+	// RecoveryStarted. The phase that finishes the request sets State.Response;
+	// the rest are skipped.
 	Phases []Phase
 }
 
@@ -57,16 +60,17 @@ func (op *Operation) validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOperation}, a...)...)
 	}
-	if op == nil || op.Name == "" || len(op.Name) > 200 {
-		return bad("operation name must be 1..200 bytes")
+	// Names are stored as text: pgtext.Clean changes what text cannot store.
+	if op == nil || op.Name == "" || pgtext.Clean(op.Name, 200) != op.Name {
+		return bad("operation name must be 1..200 bytes of UTF-8 without NUL")
 	}
 	if len(op.Phases) == 0 {
 		return bad("operation %q has no phases", op.Name)
 	}
 	seen := map[string]bool{RecoveryStarted: true}
 	for _, p := range op.Phases {
-		if p.Name == "" || seen[p.Name] {
-			return bad("operation %q: phase name %q empty, reserved or duplicated", op.Name, p.Name)
+		if p.Name == "" || seen[p.Name] || pgtext.Clean(p.Name, -1) != p.Name {
+			return bad("operation %q: phase name %q empty, reserved, duplicated, not UTF-8 or with a NUL", op.Name, p.Name)
 		}
 		seen[p.Name] = true
 		if (p.Tx == nil) == (p.External == nil) {

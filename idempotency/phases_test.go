@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/jackc/pgx/v5"
 )
 
 const crashLock = 600 * time.Millisecond // LockTimeout of the crash test's stores
@@ -201,4 +202,35 @@ func TestPhasedCrashIsFinished(t *testing.T) {
 	rep.Outcome["finished by the completer"] = int64(byCompleter)
 	rep.Outcome["charges (one per key)"] = int64(distinct)
 	rep.Notes = "kill points after-charge and in-finish; the provider got the same key every time"
+}
+
+// Operation and phase names are stored as text: one PostgreSQL cannot store (a
+// NUL byte, invalid UTF-8) is ErrInvalidOperation before anything runs — not a
+// database error after an External phase already called the other system.
+func TestPhasedNamesPostgresCannotStoreAreRefused(t *testing.T) {
+	s, _ := newStore(t, idempotency.Config{})
+	ctx := context.Background()
+	calls := 0
+	ext := func(context.Context, *idempotency.State) error { calls++; return nil }
+	finish := func(_ context.Context, _ pgx.Tx, st *idempotency.State) error {
+		st.Response = &idempotency.Response{Status: 200}
+		return nil
+	}
+	for i, op := range []*idempotency.Operation{
+		{Name: "pay\x00", Phases: []idempotency.Phase{{Name: "charge", External: ext}, {Name: "finish", Tx: finish}}},
+		{Name: "pay\xff", Phases: []idempotency.Phase{{Name: "charge", External: ext}, {Name: "finish", Tx: finish}}},
+		{Name: "pay", Phases: []idempotency.Phase{{Name: "charge\x00", External: ext}, {Name: "finish", Tx: finish}}},
+		{Name: "pay", Phases: []idempotency.Phase{{Name: "charge\xe2\x82", External: ext}, {Name: "finish", Tx: finish}}},
+	} {
+		key := idempotency.Key{Scope: "acme", ID: "bad-name-" + strconv.Itoa(i)}
+		if _, err := s.Run(ctx, key, fp("x"), op, nil); !errors.Is(err, idempotency.ErrInvalidOperation) {
+			t.Errorf("Run(%q, phase %q) = %v, want ErrInvalidOperation", op.Name, op.Phases[0].Name, err)
+		}
+		if _, err := s.NewCompleter(idempotency.CompleterConfig{}, op); !errors.Is(err, idempotency.ErrInvalidOperation) {
+			t.Errorf("NewCompleter(%q, phase %q) = %v, want ErrInvalidOperation", op.Name, op.Phases[0].Name, err)
+		}
+	}
+	if calls != 0 {
+		t.Fatalf("the other system was called %d times for operations that cannot be recorded", calls)
+	}
 }
