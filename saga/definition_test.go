@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -140,5 +141,28 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{}).withDefaults().validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// JSON that encoding/json writes but PostgreSQL's jsonb refuses — a NUL in a
+// string (written as \u0000), and, through json.RawMessage or json.Number, an
+// unpaired surrogate escape or a number beyond numeric's range — is
+// ErrInvalidData before anything is sent, not a bare 22P05 or 22003 from the
+// database when the saga starts or a step records its output.
+func TestEncodeJSONRejectsWhatJSONBRefuses(t *testing.T) {
+	for _, v := range []any{
+		map[string]string{"a": "nul\x00byte"},
+		json.RawMessage(`{"a":"\ud800"}`),
+		json.RawMessage(`{"n":1e999999}`),
+		json.Number("1e-99999"),
+	} {
+		if _, err := encodeJSON("x", v, 1000); !errors.Is(err, ErrInvalidData) {
+			t.Errorf("encodeJSON(%v) = %v, want ErrInvalidData", v, err)
+		}
+	}
+	e := newEnv(t)
+	c, def := e.client(t, fastConfig())
+	if _, err := Start(context.Background(), c, def, order{FailAt: "nul\x00byte"}, nil); !errors.Is(err, ErrInvalidData) {
+		t.Fatalf("Start with a NUL in the data: %v, want ErrInvalidData", err)
 	}
 }

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // encodeJSON marshals v, refusing values JSON would silently corrupt (invalid
-// UTF-8 becomes U+FFFD) and values larger than max bytes.
+// UTF-8 becomes U+FFFD), values the jsonb columns refuse (pgtext.CheckJSONB: a
+// NUL in a string, an unpaired surrogate escape or an out-of-range number in a
+// json.RawMessage or json.Number) and values larger than max bytes.
 func encodeJSON(what string, v any, max int) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -18,6 +22,9 @@ func encodeJSON(what string, v any, max int) ([]byte, error) {
 	}
 	if hasReplacedUTF8(b) {
 		return nil, fmt.Errorf("%w: %s contains invalid UTF-8", ErrInvalidData, what)
+	}
+	if reason := pgtext.CheckJSONB(b); reason != "" {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidData, what, reason)
 	}
 	return b, nil
 }

@@ -1,7 +1,9 @@
 // Package pgtext makes any Go string storable in a PostgreSQL text or jsonb
-// value. It has one function, Clean, used wherever coordkit writes a string it
-// did not validate itself (a broker's error text, a step's error, a propagator's
-// header) and wherever it quotes user input in an error message.
+// value. Clean is used wherever coordkit writes a string it did not validate
+// itself (a broker's error text, a step's error, a propagator's header) and
+// wherever it quotes user input in an error message; CheckJSONB wherever it
+// writes JSON it did not build itself to a jsonb column (an event payload, saga
+// data), so that what jsonb refuses is a typed error of the caller's package.
 package pgtext
 
 import (
