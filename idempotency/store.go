@@ -302,8 +302,11 @@ func (s *Store) doTx(ctx context.Context, tx pgx.Tx, key Key, fp Fingerprint, fn
 }
 
 // Lookup returns the stored response of a completed key (ok true), without running
-// anything. It returns ok false for an unknown key, *InFlightError for a key in
-// progress and *MismatchError for a different fingerprint. It blocks for one query.
+// anything. It returns ok false for an unknown key, *InFlightError for a phased key
+// in progress (Run) and *MismatchError for a different fingerprint. It takes no
+// lock: a Do or DoTx of the key that has not committed yet has written no row, so
+// Lookup reports that key unknown (ok false) — only Do and DoTx wait for it. It
+// blocks for one query.
 func (s *Store) Lookup(ctx context.Context, key Key, fp Fingerprint) (Result, bool, error) {
 	if err := key.Validate(); err != nil {
 		return Result{}, false, err
