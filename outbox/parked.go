@@ -32,14 +32,24 @@ func (o *Outbox) Parked(ctx context.Context, db Querier, limit int) ([]ParkedEve
 	if err != nil {
 		return nil, fmt.Errorf("outbox: parked: %w", err)
 	}
+	out, err := scanParked(rows)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: parked: %w", err)
+	}
+	return out, nil
+}
+
+// scanParked reads rows of parkedCols and closes them.
+func scanParked(rows pgx.Rows) ([]ParkedEvent, error) {
 	defer rows.Close()
 	var out []ParkedEvent
 	for rows.Next() {
 		var p ParkedEvent
 		var id, payload, headers string
 		if err := rows.Scan(&id, &p.Seq, &p.Topic, &p.Key, &p.Type, &payload, &headers, &p.CreatedAt, &p.Attempts, &p.LastError, &p.ParkedAt); err != nil {
-			return nil, fmt.Errorf("outbox: parked: %w", err)
+			return nil, err
 		}
+		var err error
 		if p.ID, err = ParseID(id); err != nil {
 			return nil, err
 		}
@@ -47,10 +57,7 @@ func (o *Outbox) Parked(ctx context.Context, db Querier, limit int) ([]ParkedEve
 		_ = json.Unmarshal([]byte(headers), &p.Headers)
 		out = append(out, p)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("outbox: parked: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // Requeue moves a parked event back into the outbox at its original position

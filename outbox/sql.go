@@ -8,7 +8,8 @@ type statements struct {
 	markPublished, deletePublished string
 	fail, park                     string
 	oldest, prune                  string
-	parkedList, parkedKey          string
+	parkedList, parkedOne          string
+	parkedKey                      string
 	requeue, discard               string
 }
 
@@ -69,8 +70,9 @@ SELECT id, seq, aggregatetype, aggregateid, type, payload, payload_json, headers
   WHERE published_at IS NULL ORDER BY seq LIMIT 1), 0)`
 	s.prune = `DELETE FROM ` + t + ` WHERE seq IN (SELECT seq FROM ` + t + `
   WHERE published_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED)`
-	s.parkedList = `SELECT id, seq, aggregatetype, aggregateid, type, payload, headers::text, created_at, attempts, coalesce(last_error, ''), parked_at
-FROM ` + d + ` ORDER BY seq LIMIT $1`
+	const parkedCols = `id, seq, aggregatetype, aggregateid, type, payload, headers::text, created_at, attempts, coalesce(last_error, ''), parked_at`
+	s.parkedList = `SELECT ` + parkedCols + ` FROM ` + d + ` ORDER BY seq LIMIT $1`
+	s.parkedOne = `SELECT ` + parkedCols + ` FROM ` + d + ` WHERE id = $1 FOR UPDATE`
 	s.parkedKey = `SELECT aggregateid FROM ` + d + ` WHERE id = $1`
 	s.requeue = `WITH m AS (DELETE FROM ` + d + ` WHERE id = $1 RETURNING *)
 INSERT INTO ` + t + ` (seq, ` + cols + `, created_at)

@@ -31,6 +31,15 @@ type Info struct {
 	PivotAt       *time.Time                 // when the pivot committed; nil before
 	ClaimOwner    *string                    // runner holding (or last holding an unreleased) claim
 	ClaimVersion  int64                      // the fence: bumped by every claim
+	Errors        []ErrorRecord              // the last 20 recorded errors, oldest first
+}
+
+// ErrorRecord is one error in a saga's history: a failed attempt of a step or
+// compensation, a business failure, a cancel or a resolution (Step "").
+type ErrorRecord struct {
+	At    time.Time `json:"at"`
+	Step  string    `json:"step"`
+	Error string    `json:"error"`
 }
 
 // Age returns how long the saga has been in its current state, as of now.
@@ -41,7 +50,7 @@ func scanInfo(row pgx.Row) (Info, error) {
 	var state string
 	err := row.Scan(&i.ID, &i.Type, &state, &i.Step, &i.PivotStep, &i.StepCount, &i.Attempts, &i.NextAttemptAt,
 		&i.LastError, &i.Failure, &i.Data, &i.Outputs, &i.CreatedAt, &i.UpdatedAt, &i.StateSince, &i.PivotAt,
-		&i.ClaimOwner, &i.ClaimVersion)
+		&i.ClaimOwner, &i.ClaimVersion, &i.Errors)
 	i.State = State(state)
 	return i, err
 }
@@ -99,7 +108,21 @@ func (c *Client) List(ctx context.Context, opts *ListOpts) ([]Info, error) {
 
 // Get returns one saga, or an error matching ErrNotFound.
 func (c *Client) Get(ctx context.Context, id string) (Info, error) {
-	i, err := scanInfo(c.pool.QueryRow(ctx, c.q.get, id))
+	return c.get(ctx, c.pool.QueryRow(ctx, c.q.get, id), id)
+}
+
+// LockTx returns one saga, as Get does, and locks its row until tx ends: a
+// runner's next write of it and every admin call on it wait, so that a RetryNowTx,
+// ResolveTx or CancelTx later in tx acts on exactly the state it returned (an
+// operator's compare-and-set: coordctl compares it with what it showed). Runners
+// looking for due sagas skip the row. It blocks while another transaction holds
+// the row; ctx cancels the wait.
+func (c *Client) LockTx(ctx context.Context, tx pgx.Tx, id string) (Info, error) {
+	return c.get(ctx, tx.QueryRow(ctx, c.q.get+" FOR UPDATE", id), id)
+}
+
+func (c *Client) get(_ context.Context, row pgx.Row, id string) (Info, error) {
+	i, err := scanInfo(row)
 	if err == pgx.ErrNoRows {
 		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
@@ -113,10 +136,16 @@ func (c *Client) Get(ctx context.Context, id string) (Info, error) {
 // and wakes the runners. A saga a runner is driving right now is left to it. It
 // returns ErrNotFound or *StateError (ErrWrongState) for other sagas.
 func (c *Client) RetryNow(ctx context.Context, id string) error {
+	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.RetryNowTx(ctx, tx, id) })
+}
+
+// RetryNowTx is RetryNow in the caller's transaction: the saga is due (and the
+// runners are woken) once tx commits. On error, roll tx back.
+func (c *Client) RetryNowTx(ctx context.Context, tx pgx.Tx, id string) error {
 	var got string
-	err := c.pool.QueryRow(ctx, c.q.retryNow, id, c.q.channel).Scan(&got)
+	err := tx.QueryRow(ctx, c.q.retryNow, id, c.q.channel).Scan(&got)
 	if err == pgx.ErrNoRows {
-		i, gerr := c.Get(ctx, id)
+		i, gerr := c.get(ctx, tx.QueryRow(ctx, c.q.get, id), id)
 		if gerr != nil {
 			return gerr
 		}
@@ -149,10 +178,19 @@ const (
 // runners. It blocks for one transaction; ctx cancels it. Errors: ErrNotFound,
 // *StateError (not needs_human), ErrInvalidConfig (bad resolution or note).
 func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note string) error {
-	if note == "" || pgtext.Clean(note, 1000) != note { // Clean changes what text cannot store
-		return fmt.Errorf("%w: resolve note must be 1 to 1000 bytes of UTF-8 without NUL", ErrInvalidConfig)
+	if err := checkNote(note); err != nil {
+		return err // before any round trip
 	}
-	return c.adminTx(ctx, id, func(tx pgx.Tx, r rowState) error {
+	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.ResolveTx(ctx, tx, id, how, note) })
+}
+
+// ResolveTx is Resolve in the caller's transaction: the resolution takes effect
+// (and the runners are woken) once tx commits. On error, roll tx back.
+func (c *Client) ResolveTx(ctx context.Context, tx pgx.Tx, id string, how Resolution, note string) error {
+	if err := checkNote(note); err != nil {
+		return err
+	}
+	return c.adminTx(ctx, tx, id, func(r rowState) error {
 		if r.state != StateNeedsHuman {
 			return &StateError{ID: id, State: r.state, Want: "resolve needs needs_human"}
 		}
@@ -188,10 +226,19 @@ func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note st
 // *StateError when it is terminal, needs a human or already
 // compensates, and ErrNotFound. reason (at most 1000 bytes of UTF-8 without NUL) is recorded.
 func (c *Client) Cancel(ctx context.Context, id string, reason string) error {
-	if pgtext.Clean(reason, 1000) != reason {
-		return fmt.Errorf("%w: cancel reason must be at most 1000 bytes of UTF-8 without NUL", ErrInvalidConfig)
+	if err := checkReason(reason); err != nil {
+		return err // before any round trip
 	}
-	return c.adminTx(ctx, id, func(tx pgx.Tx, r rowState) error {
+	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.CancelTx(ctx, tx, id, reason) })
+}
+
+// CancelTx is Cancel in the caller's transaction: the saga compensates (and the
+// runners are woken) once tx commits. On error, roll tx back.
+func (c *Client) CancelTx(ctx context.Context, tx pgx.Tx, id string, reason string) error {
+	if err := checkReason(reason); err != nil {
+		return err
+	}
+	return c.adminTx(ctx, tx, id, func(r rowState) error {
 		if r.state != StateRunning {
 			return &StateError{ID: id, State: r.state, Want: "cancel needs running"}
 		}
@@ -228,15 +275,44 @@ type rowState struct {
 	version               int64
 }
 
-func (c *Client) adminTx(ctx context.Context, id string, fn func(pgx.Tx, rowState) error) error {
+// checkNote and checkReason refuse what the errors column cannot store as given
+// (pgtext.Clean would change it: invalid UTF-8, NUL, over 1000 bytes).
+func checkNote(note string) error {
+	if note == "" || pgtext.Clean(note, 1000) != note {
+		return fmt.Errorf("%w: resolve note must be 1 to 1000 bytes of UTF-8 without NUL", ErrInvalidConfig)
+	}
+	return nil
+}
+
+func checkReason(reason string) error {
+	if pgtext.Clean(reason, 1000) != reason {
+		return fmt.Errorf("%w: cancel reason must be at most 1000 bytes of UTF-8 without NUL", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction of its own and commits it.
+func (c *Client) inTx(ctx context.Context, id string, fn func(pgx.Tx) error) error {
 	tx, err := c.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("saga: admin %q: %w", id, err)
 	}
 	defer pgtx.Rollback(ctx, tx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("saga: admin %q: %w", id, err)
+	}
+	return nil
+}
+
+// adminTx locks the saga's row in tx, runs fn on what it holds, and notifies the
+// runners (at commit).
+func (c *Client) adminTx(ctx context.Context, tx pgx.Tx, id string, fn func(rowState) error) error {
 	var r rowState
 	var state string
-	err = tx.QueryRow(ctx, c.q.lockRow, id).Scan(&state, &r.step, &r.pivot, &r.attempts, &r.claimed, &r.version)
+	err := tx.QueryRow(ctx, c.q.lockRow, id).Scan(&state, &r.step, &r.pivot, &r.attempts, &r.claimed, &r.version)
 	if err == pgx.ErrNoRows {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
@@ -244,14 +320,42 @@ func (c *Client) adminTx(ctx context.Context, id string, fn func(pgx.Tx, rowStat
 		return fmt.Errorf("saga: admin %q: %w", id, err)
 	}
 	r.state = State(state)
-	if err := fn(tx, r); err != nil {
+	if err := fn(r); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", c.q.channel, id); err != nil {
 		return fmt.Errorf("saga: admin %q: %w", id, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("saga: admin %q: %w", id, err)
-	}
 	return nil
+}
+
+// StateCount is how many sagas of one type are in one non-terminal state, and
+// since when the oldest of them has been.
+type StateCount struct {
+	Type        string
+	State       State
+	Count       int64
+	OldestSince time.Time // state_since of the oldest
+}
+
+// Summary counts the non-terminal sagas (running, compensating, needs_human) by
+// type and state, with the oldest of each: the operator's overview (coordctl).
+// Terminal sagas are not counted (that would scan every finished saga). It is
+// read-only: one query, which ctx cancels.
+func (c *Client) Summary(ctx context.Context) ([]StateCount, error) {
+	rows, err := c.pool.Query(ctx, c.q.summary)
+	if err != nil {
+		return nil, fmt.Errorf("saga: summary: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StateCount, error) {
+		var s StateCount
+		var state string
+		err := r.Scan(&s.Type, &state, &s.Count, &s.OldestSince)
+		s.State = State(state)
+		return s, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("saga: summary: %w", err)
+	}
+	return out, nil
 }

@@ -42,12 +42,13 @@ type queries struct {
 	insert, claim, transition string
 	existing, release         string
 	list, get, lockRow, age   string
+	summary                   string
 	retryNow, cancel          string
 	transitionAndClaim        string
 }
 
 const infoCols = `id, saga_type, state, step, pivot_step, step_count, attempts, next_attempt_at,
-	coalesce(last_error, ''), coalesce(failure, ''), data, outputs, created_at, updated_at, state_since, pivot_at, claim_owner, claim_version`
+	coalesce(last_error, ''), coalesce(failure, ''), data, outputs, created_at, updated_at, state_since, pivot_at, claim_owner, claim_version, errors`
 
 func newQueries(schema, table string) queries {
 	t := pgschema.Qualified(schema, table)
@@ -122,6 +123,8 @@ func newQueries(schema, table string) queries {
 	q.lockRow = r(`SELECT state, step, pivot_step, attempts, claim_owner IS NOT NULL, claim_version FROM $T WHERE id = $1 FOR UPDATE`)
 	q.age = r(`SELECT saga_type, state, extract(epoch FROM now() - min(state_since))::float8
 		FROM $T WHERE state IN ('running', 'compensating', 'needs_human') GROUP BY saga_type, state`)
+	q.summary = r(`SELECT saga_type, state, count(*), min(state_since)
+		FROM $T WHERE state IN ('running', 'compensating', 'needs_human') GROUP BY saga_type, state ORDER BY saga_type, state`)
 	q.retryNow = r(`WITH u AS (UPDATE $T SET next_attempt_at = now(), updated_at = now()
 		WHERE id = $1 AND state IN ('running', 'compensating') RETURNING id)
 	SELECT u.id FROM u CROSS JOIN LATERAL (SELECT pg_notify($2, u.id)) n`)

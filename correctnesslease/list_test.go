@@ -1,0 +1,88 @@
+package correctnesslease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+func TestListShowsHolderWaitersAndSessions(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
+	other := newSession(t, cli, Config{Tenant: cfg.Tenant + "-x", TTL: testTTL})
+	la, err := Acquire(ctx, a, "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(ctx, other, "solo"); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	wctx, stopWaiting := context.WithCancel(ctx)
+	go func() { _, err := Acquire(wctx, b, "leader"); waiting <- err }()
+	defer func() { stopWaiting(); <-waiting }()
+
+	var got LeaseState
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if got, err = Get(ctx, cli, cfg.Tenant, "leader"); err != nil {
+			t.Fatal(err)
+		}
+		if got.Waiters() == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b never queued behind a: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h, ok := got.Holder()
+	if !ok || h.Key != la.Key() || h.CreateRevision != la.Token().Revision() || h.LeaseID != int64(a.LeaseID()) {
+		t.Fatalf("holder %+v, want key %s rev %d lease %x", h, la.Key(), la.Token().Revision(), a.LeaseID())
+	}
+	if got.Prefix != la.Token().Lease() {
+		t.Fatalf("prefix %q, token lease %q", got.Prefix, la.Token().Lease())
+	}
+	if !strings.Contains(h.Session, " pid ") || h.TTL <= 0 {
+		t.Fatalf("holder session %q ttl %d: want the member value and a live TTL", h.Session, h.TTL)
+	}
+	if w := got.Queue[1]; w.LeaseID != int64(b.LeaseID()) {
+		t.Fatalf("waiter %+v, want lease %x", w, b.LeaseID())
+	}
+
+	all, err := List(ctx, cli, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range all {
+		if strings.HasPrefix(s.Tenant, cfg.Tenant) {
+			names = append(names, s.Tenant+"/"+s.Name)
+		}
+	}
+	if want := cfg.Tenant + "/leader," + cfg.Tenant + "-x/solo"; strings.Join(names, ",") != want {
+		t.Fatalf("List(all) = %v, want %s", names, want)
+	}
+	one, err := List(ctx, cli, cfg.Tenant)
+	if err != nil || len(one) != 1 || one[0].Name != "leader" {
+		t.Fatalf("List(tenant) = %+v, %v", one, err)
+	}
+
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := Get(ctx, cli, cfg.Tenant+"-x", "nobody")
+	if err != nil || len(empty.Queue) != 0 {
+		t.Fatalf("Get of an unheld lease = %+v, %v", empty, err)
+	}
+	if _, err := Get(ctx, cli, cfg.Tenant, "a/b"); !errors.Is(err, coord.ErrInvalidName) {
+		t.Fatalf("Get(invalid name) = %v, want ErrInvalidName", err)
+	}
+}
