@@ -53,4 +53,3 @@ func ReadStateFile(path string) (StateFileInfo, error) {
 	}
 	return info, nil
 }
-

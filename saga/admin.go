@@ -32,6 +32,9 @@ type Info struct {
 	ClaimOwner    *string                    // runner holding (or last holding an unreleased) claim
 	ClaimVersion  int64                      // the fence: bumped by every claim
 	Errors        []ErrorRecord              // the last 20 recorded errors, oldest first
+	// StepNames are the definition's step names in order, as recorded when the
+	// saga started (schema version 2); empty for sagas started before.
+	StepNames []string
 }
 
 // ErrorRecord is one error in a saga's history: a failed attempt of a step or
@@ -50,7 +53,7 @@ func scanInfo(row pgx.Row) (Info, error) {
 	var state string
 	err := row.Scan(&i.ID, &i.Type, &state, &i.Step, &i.PivotStep, &i.StepCount, &i.Attempts, &i.NextAttemptAt,
 		&i.LastError, &i.Failure, &i.Data, &i.Outputs, &i.CreatedAt, &i.UpdatedAt, &i.StateSince, &i.PivotAt,
-		&i.ClaimOwner, &i.ClaimVersion, &i.Errors)
+		&i.ClaimOwner, &i.ClaimVersion, &i.Errors, &i.StepNames)
 	i.State = State(state)
 	return i, err
 }

@@ -3,6 +3,7 @@ package saga
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,6 +58,9 @@ func TestAdminTxLockAndSummary(t *testing.T) {
 		t.Fatalf("the raced Cancel = %v, want ErrWrongState (the saga already compensated)", err)
 	}
 	after, err := c.Get(ctx, a)
+	if want := strings.Join(fixtureSteps, ","); strings.Join(after.StepNames, ",") != want {
+		t.Fatalf("StepNames = %v, want %s", after.StepNames, want)
+	}
 	if err != nil || after.State != StateCompensated || len(after.Errors) != 1 || after.Errors[0].Error != "cancelled: operator" || after.Errors[0].At.IsZero() {
 		t.Fatalf("after CancelTx: %+v, %v", after, err)
 	}

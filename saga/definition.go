@@ -29,6 +29,15 @@ func (d *Definition[T]) PivotIndex() int { return d.pivot }
 // Steps returns a copy of the steps.
 func (d *Definition[T]) Steps() []Step[T] { return append([]Step[T](nil), d.steps...) }
 
+// stepNames returns the steps' names in order, as Start records them.
+func (d *Definition[T]) stepNames() []string {
+	names := make([]string, len(d.steps))
+	for i, s := range d.steps {
+		names[i] = s.name
+	}
+	return names
+}
+
 // New validates and returns a saga definition. It does not block. Errors are
 // *DefinitionError matching one of ErrNoPivot, ErrTwoPivots, ErrNoCompensation,
 // ErrCompensationAfterPivot, ErrInvalidDefinition (a bad or duplicate name, a nil

@@ -84,7 +84,7 @@ func StartTx[T any](ctx context.Context, tx pgx.Tx, c *Client, def *Definition[T
 		return "", err
 	}
 	var id string
-	err = tx.QueryRow(ctx, c.q.insert, o.ID, def.name, def.pivot, len(def.steps), raw, secs(o.Delay), c.q.channel).Scan(&id)
+	err = tx.QueryRow(ctx, c.q.insert, o.ID, def.name, def.pivot, len(def.steps), raw, secs(o.Delay), c.q.channel, def.stepNames()).Scan(&id)
 	if err == pgx.ErrNoRows {
 		var typ string
 		if err := tx.QueryRow(ctx, c.q.existing, o.ID).Scan(&typ); err != nil {

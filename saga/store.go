@@ -48,7 +48,7 @@ type queries struct {
 }
 
 const infoCols = `id, saga_type, state, step, pivot_step, step_count, attempts, next_attempt_at,
-	coalesce(last_error, ''), coalesce(failure, ''), data, outputs, created_at, updated_at, state_since, pivot_at, claim_owner, claim_version, errors`
+	coalesce(last_error, ''), coalesce(failure, ''), data, outputs, created_at, updated_at, state_since, pivot_at, claim_owner, claim_version, errors, step_names`
 
 func newQueries(schema, table string) queries {
 	t := pgschema.Qualified(schema, table)
@@ -56,8 +56,8 @@ func newQueries(schema, table string) queries {
 	q := queries{channel: table + dueChannel.Suffix}
 	q.listen = "LISTEN " + pgschema.Quoted(q.channel)
 	q.insert = r(`WITH ins AS (
-		INSERT INTO $T (id, saga_type, state, step, pivot_step, step_count, data, next_attempt_at)
-		VALUES ($1, $2, 'running', 0, $3, $4, $5, now() + make_interval(secs => $6))
+		INSERT INTO $T (id, saga_type, state, step, pivot_step, step_count, data, next_attempt_at, step_names)
+		VALUES ($1, $2, 'running', 0, $3, $4, $5, now() + make_interval(secs => $6), $8)
 		ON CONFLICT (id) DO NOTHING RETURNING id)
 	SELECT ins.id FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, ins.id)) n`)
 	q.existing = r(`SELECT saga_type FROM $T WHERE id = $1`)
