@@ -1,0 +1,130 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+)
+
+// Fence is one lease's fence row.
+type Fence struct {
+	Lease     string    `json:"lease"`
+	Highest   int64     `json:"highest"` // 0: no row (any token is accepted)
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	// Version is the highest revision as text: --expect for a reset.
+	Version string       `json:"version"`
+	Resets  []FenceReset `json:"resets,omitempty"`
+}
+
+// FenceReset is one audited reset of a fence row (pgfence's own audit table).
+type FenceReset struct {
+	ID     int64     `json:"id"`
+	At     time.Time `json:"at"`
+	Actor  string    `json:"actor"`
+	Reason string    `json:"reason"`
+	Before int64     `json:"before"`
+	After  int64     `json:"after"`
+}
+
+// Fences lists fence rows whose lease starts with prefix.
+func (a *Admin) Fences(ctx context.Context, prefix string, limit int) ([]Fence, error) {
+	pool, err := a.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := a.fence.List(ctx, pool, &pgfence.ListOpts{Prefix: prefix, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Fence, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Fence{Lease: r.Lease, Highest: r.Revision, UpdatedAt: r.UpdatedAt, Version: strconv.FormatInt(r.Revision, 10)})
+	}
+	return out, nil
+}
+
+// Fence returns one lease's fence row and its last 20 resets.
+func (a *Admin) Fence(ctx context.Context, lease string) (Fence, error) {
+	if err := coord.ValidateLease(lease); err != nil {
+		return Fence{}, err
+	}
+	pool, err := a.db(ctx)
+	if err != nil {
+		return Fence{}, err
+	}
+	f, err := a.readFence(ctx, pool, lease)
+	if err != nil {
+		return Fence{}, err
+	}
+	resets, err := a.fence.Resets(ctx, pool, lease, 20)
+	if err != nil {
+		return Fence{}, err
+	}
+	for _, r := range resets {
+		f.Resets = append(f.Resets, FenceReset{ID: r.AuditID, At: r.At, Actor: r.Actor, Reason: r.Reason, Before: r.Before, After: r.After})
+	}
+	return f, nil
+}
+
+func (a *Admin) readFence(ctx context.Context, db pgfence.DBTX, lease string) (Fence, error) {
+	r, ok, err := a.fence.Get(ctx, db, lease)
+	if err != nil {
+		return Fence{}, err
+	}
+	f := Fence{Lease: lease, Version: "0"}
+	if ok {
+		f.Highest, f.UpdatedAt, f.Version = r.Revision, r.UpdatedAt, strconv.FormatInt(r.Revision, 10)
+	}
+	return f, nil
+}
+
+// FenceReset records to instead of the lease's highest revision (0 deletes the
+// row), through pgfence.ResetFence — compare-and-set on the revision shown,
+// recorded in pgfence's audit table and in coordctl's, in one transaction.
+func (a *Admin) FenceReset(ctx context.Context, lease string, to int64, req Request) (Change, error) {
+	if err := coord.ValidateLease(lease); err != nil {
+		return Change{}, err
+	}
+	if req.Expect != "" {
+		if _, err := strconv.ParseInt(req.Expect, 10, 64); err != nil {
+			return Change{}, fmt.Errorf("coordctl: fence reset: --expect %q is not a revision", req.Expect)
+		}
+	}
+	return a.mutate(ctx, op{
+		action: "fence.reset", target: lease,
+		lock: func(ctx context.Context, tx pgx.Tx) (any, string, error) {
+			f, err := a.readFence(ctx, tx, lease)
+			return f, f.Version, err
+		},
+		gone: func(error) bool { return false },
+		apply: func(ctx context.Context, tx pgx.Tx, before any) error {
+			expect := before.(Fence).Highest
+			if req.DryRun { // ResetFence logs a reset it believes done: predict instead
+				if to == expect {
+					return fmt.Errorf("coordctl: fence reset: the row already holds %d", to)
+				}
+				return nil
+			}
+			_, err := a.fence.ResetFence(ctx, tx, lease, pgfence.ResetOpts{Actor: req.Actor, Reason: req.Reason, ExpectHighest: expect, To: to})
+			var rc *pgfence.ResetConflictError
+			if errors.As(err, &rc) { // a guard wrote between our read and the reset
+				return &ConflictError{Action: "fence.reset", Target: lease, Expected: strconv.FormatInt(expect, 10),
+					Actual: strconv.FormatInt(rc.Actual, 10), Current: Fence{Lease: lease, Highest: rc.Actual, Version: strconv.FormatInt(rc.Actual, 10)}}
+			}
+			return err
+		},
+		after: func(ctx context.Context, tx pgx.Tx) (any, error) {
+			if req.DryRun {
+				return Fence{Lease: lease, Highest: to, Version: strconv.FormatInt(to, 10)}, nil
+			}
+			return a.readFence(ctx, tx, lease)
+		},
+	}, req)
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
+	"github.com/coordkit/coordkit/cmd/coordctl/internal/view"
+)
+
+func (a *app) overviewCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "overview",
+		Short: "Leases held, fence rejections, outbox lag, sagas by state, needs_human",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			o := a.adm.Overview(ctx)
+			return a.print(o, view.Overview(o))
+		},
+	}
+}
+
+func (a *app) leasesCmd() *cobra.Command {
+	c := &cobra.Command{Use: "leases", Short: "Correctness leases in etcd: holder, token, waiters, fence"}
+	var tenant string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the leases that have a holder or a waiter",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			ls, err := a.adm.Leases(ctx, tenant)
+			if err != nil {
+				return err
+			}
+			return a.print(ls, view.Leases(ls))
+		},
+	}
+	list.Flags().StringVar(&tenant, "tenant", "", "only this tenant (default: every tenant) (env COORDCTL_TENANT)")
+	get := &cobra.Command{
+		Use:   "get TENANT NAME",
+		Short: "Show one lease's holder and queue",
+		Args:  args(2, "TENANT NAME"),
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			l, err := a.adm.Lease(ctx, arg[0], arg[1])
+			if err != nil {
+				return err
+			}
+			return a.print(l, view.Lease(l))
+		},
+	}
+	c.AddCommand(list, get)
+	return c
+}
+
+func (a *app) fencesCmd() *cobra.Command {
+	c := &cobra.Command{Use: "fences", Short: "pgfence rows: the highest token each lease presented"}
+	var prefix string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List fence rows",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			fs, err := a.adm.Fences(ctx, prefix, limit)
+			if err != nil {
+				return err
+			}
+			return a.print(fs, view.Fences(fs))
+		},
+	}
+	list.Flags().StringVar(&prefix, "prefix", "", "only leases starting with this (e.g. /tenants/acme/)")
+	list.Flags().IntVar(&limit, "limit", 100, "at most this many rows")
+	get := &cobra.Command{
+		Use:   "get LEASE",
+		Short: "Show one lease's fence row and its audited resets",
+		Args:  args(1, "LEASE (/tenants/T/elections/NAME)"),
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			f, err := a.adm.Fence(ctx, arg[0])
+			if err != nil {
+				return err
+			}
+			return a.print(f, view.Fence(f))
+		},
+	}
+	c.AddCommand(list, get, a.fenceResetCmd())
+	return c
+}
+
+func (a *app) outboxCmd() *cobra.Command {
+	c := &cobra.Command{Use: "outbox", Short: "The transactional outbox: backlog, lag, parked events"}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Backlog, oldest pending age, publish lag, parked events by key",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			s, err := a.adm.OutboxStatus(ctx)
+			if err != nil {
+				return err
+			}
+			return a.print(s, view.OutboxStatus(s))
+		},
+	}
+	parked := &cobra.Command{Use: "parked", Short: "Events the relay parked (dead letters): list, requeue, discard"}
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List parked events in outbox order",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			ps, err := a.adm.Parked(ctx, limit)
+			if err != nil {
+				return err
+			}
+			return a.print(ps, view.Parked(ps))
+		},
+	}
+	list.Flags().IntVar(&limit, "limit", 100, "at most this many events")
+	parked.AddCommand(list, a.requeueCmd(), a.discardCmd())
+	c.AddCommand(status, parked)
+	return c
+}
+
+func (a *app) sagaCmd() *cobra.Command {
+	c := &cobra.Command{Use: "saga", Short: "Sagas: list, get, retry, resolve, cancel"}
+	var f admin.SagaFilter
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List sagas, oldest in their state first",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			ss, err := a.adm.Sagas(ctx, f)
+			if err != nil {
+				return err
+			}
+			return a.print(ss, view.Sagas(ss))
+		},
+	}
+	list.Flags().StringSliceVar(&f.States, "state", nil, "only these states: running, compensating, completed, compensated, needs_human")
+	list.Flags().StringVar(&f.Type, "type", "", "only this saga type")
+	list.Flags().DurationVar(&f.OlderThan, "older-than", 0, "only sagas in their state for at least this long (e.g. 10m)")
+	list.Flags().IntVar(&f.Limit, "limit", 100, "at most this many sagas")
+	_ = list.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
+		[]string{"running", "compensating", "completed", "compensated", "needs_human"}, cobra.ShellCompDirectiveNoFileComp))
+	get := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show a saga: its steps with attempts and errors, and its version",
+		Args:  args(1, "ID"),
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			s, err := a.adm.Saga(ctx, arg[0])
+			if err != nil {
+				return err
+			}
+			return a.print(s, view.Saga(s))
+		},
+	}
+	c.AddCommand(list, get, a.sagaRetryCmd(), a.sagaResolveCmd(), a.sagaCancelCmd())
+	return c
+}
+
+func (a *app) idemCmd() *cobra.Command {
+	c := &cobra.Command{Use: "idem", Short: "Idempotency keys"}
+	get := &cobra.Command{
+		Use:   "get SCOPE KEY",
+		Short: "Show one key's state and stored response metadata",
+		Args:  args(2, "SCOPE KEY"),
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			k, err := a.adm.Idem(ctx, arg[0], arg[1])
+			if err != nil {
+				return err
+			}
+			return a.print(k, view.Idem(k))
+		},
+	}
+	c.AddCommand(get)
+	return c
+}
+
+func (a *app) configCmd() *cobra.Command {
+	c := &cobra.Command{Use: "config", Short: "Fail-static config: what etcd holds, how stale a service's copy is"}
+	var prefix bool
+	get := &cobra.Command{
+		Use:   "get TENANT [NAME]",
+		Short: "Read /tenants/TENANT/config/NAME (every config key of the tenant without NAME)",
+		Args: func(cmd *cobra.Command, got []string) error {
+			if len(got) < 1 || len(got) > 2 {
+				return usageError{errorf("%s takes TENANT [NAME]", cmd.CommandPath())}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			name := ""
+			if len(arg) == 2 {
+				name = arg[1]
+			}
+			r, err := a.adm.Config(ctx, arg[0], name, prefix)
+			if err != nil {
+				return err
+			}
+			return a.print(r, view.Config(r))
+		},
+	}
+	get.Flags().BoolVar(&prefix, "prefix", false, "NAME is a prefix: read every key under it")
+	staleness := &cobra.Command{
+		Use:   "staleness STATE_FILE",
+		Short: "Read a service's last-known-good state file (failstatic Config.StatePath) and compare it with etcd",
+		Args:  args(1, "STATE_FILE"),
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			s, err := a.adm.ConfigStaleness(ctx, arg[0])
+			if err != nil {
+				return err
+			}
+			return a.print(s, view.Staleness(s))
+		},
+	}
+	c.AddCommand(get, staleness)
+	return c
+}
+
+func (a *app) auditCmd() *cobra.Command {
+	c := &cobra.Command{Use: "audit", Short: "coordctl's audit trail"}
+	var target string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List audit rows, newest first",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			es, err := a.adm.Audit(ctx, target, limit)
+			if err != nil {
+				return err
+			}
+			return a.print(es, view.Audit(es))
+		},
+	}
+	list.Flags().StringVar(&target, "target", "", "only this target (a saga id, event id or lease)")
+	list.Flags().IntVar(&limit, "limit", 50, "at most this many rows")
+	c.AddCommand(list)
+	return c
+}
+
+func (a *app) migrateCmd() *cobra.Command {
+	var printSQL bool
+	c := &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or upgrade coordctl's audit table (versioned, in coordkit_migrations)",
+		Args:  args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printSQL {
+				for _, s := range a.adm.Trail().MigrationSQL() {
+					if _, err := a.io.Out.Write([]byte(s + "\n")); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			if err := a.adm.Migrate(ctx); err != nil {
+				return err
+			}
+			a.log.Info("coordctl: audit table migrated")
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&printSQL, "sql", false, "print the SQL instead (for goose, golang-migrate, atlas)")
+	return c
+}

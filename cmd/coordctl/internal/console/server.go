@@ -1,0 +1,180 @@
+// Package console is coordctl's web console: server-rendered html/template pages
+// over the admin package (overview, sagas with their step timeline and
+// retry/resolve/cancel, parked events with requeue/discard, the lease map, the
+// audit trail), live through server-sent events, with embedded assets and no
+// JavaScript build step. Every mutating form carries a CSRF token; the server
+// binds loopback unless a token or mTLS guards it.
+package console
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Defaults of Config.
+const (
+	DefaultListen  = "127.0.0.1:8080"
+	DefaultRefresh = 2 * time.Second
+)
+
+// Config configures the console.
+type Config struct {
+	Listen string // default DefaultListen
+	// Token, when set, is required: as "Authorization: Bearer <token>" or
+	// through the login form (a session cookie). Required on a non-loopback
+	// Listen unless ClientCAs is set.
+	Token string
+	// TLS serves HTTPS with this certificate; ClientCAs (with TLS) requires and
+	// verifies client certificates (mTLS), the actor being the certificate's CN.
+	TLS       *tls.Certificate
+	ClientCAs *x509.CertPool
+	// Actor is who the audit rows name for changes made through a token or a
+	// loopback console (mTLS names the client certificate instead).
+	Actor string
+	// Refresh is how often live pages are re-rendered. Default DefaultRefresh.
+	Refresh time.Duration
+	Logger  *slog.Logger
+}
+
+// ErrUnguarded refuses a console on a non-loopback address with neither a token
+// nor mTLS.
+var ErrUnguarded = errors.New("coordctl: serve on a non-loopback address needs --token (or --token-file) or mTLS (--tls-cert, --tls-key, --client-ca)")
+
+// Server is the console.
+type Server struct {
+	cfg   Config
+	adm   *admin.Admin
+	log   *slog.Logger
+	keys  keys
+	tls   bool
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+}
+
+// New checks cfg and returns a Server over adm.
+func New(adm *admin.Admin, cfg Config) (*Server, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ClientCAs != nil && cfg.TLS == nil {
+		return nil, errors.New("coordctl: --client-ca needs --tls-cert and --tls-key")
+	}
+	if !IsLoopback(cfg.Listen) && cfg.Token == "" && cfg.ClientCAs == nil {
+		return nil, ErrUnguarded
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, adm: adm, log: cfg.Logger, keys: newKeys(), tls: cfg.TLS != nil, pages: pages}, nil
+}
+
+// Handler returns the console's routes behind its guards.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("GET /{$}", s.page("overview", s.overview))
+	mux.HandleFunc("GET /sagas", s.page("sagas", s.sagaList))
+	mux.HandleFunc("GET /sagas/{id}", s.page("saga", s.sagaPage))
+	mux.HandleFunc("POST /sagas/{id}/{action}", s.sagaAction)
+	mux.HandleFunc("GET /outbox", s.page("outbox", s.outboxPage))
+	mux.HandleFunc("POST /outbox/parked/{id}/{action}", s.parkedAction)
+	mux.HandleFunc("GET /leases", s.page("leases", s.leasesPage))
+	mux.HandleFunc("GET /audit", s.page("audit", s.auditPage))
+	mux.HandleFunc("GET /live", s.live)
+	s.mux = mux
+	cop := http.NewCrossOriginProtection()
+	return s.guard(cop.Handler(mux))
+}
+
+// guard sets the security headers, refuses foreign Host headers on a loopback
+// console, and sends an unauthenticated browser to the login form.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		if IsLoopback(s.cfg.Listen) && !loopbackHost(r.Host) {
+			http.Error(w, "coordctl: this console answers to a loopback Host only", http.StatusMisdirectedRequest)
+			return
+		}
+		open := r.URL.Path == "/login" || r.URL.Path == "/healthz" || (len(r.URL.Path) > 8 && r.URL.Path[:8] == "/static/")
+		if _, ok := s.authenticated(r); !ok && !open {
+			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "coordctl: authentication required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Serve listens on Listen and serves until ctx ends, then shuts down (in-flight
+// requests get five seconds). ready, if not nil, receives the address bound.
+func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("coordctl: serve: %w", err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	if s.cfg.TLS != nil {
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*s.cfg.TLS}}
+		if s.cfg.ClientCAs != nil {
+			srv.TLSConfig.ClientCAs, srv.TLSConfig.ClientAuth = s.cfg.ClientCAs, tls.RequireAndVerifyClientCert
+		}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	scheme := "http"
+	if s.tls {
+		scheme = "https"
+	}
+	s.log.Info("coordctl: console listening", "url", scheme+"://"+ln.Addr().String(), "token", s.cfg.Token != "", "mtls", s.cfg.ClientCAs != nil)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-done
+	return err
+}

@@ -1,0 +1,261 @@
+package view
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
+)
+
+func fence(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return itoa(n)
+}
+
+func ttl(n int64) string {
+	if n < 0 {
+		return "expired"
+	}
+	return itoa(n) + "s"
+}
+
+// Leases is `leases list`.
+func Leases(ls []admin.Lease) Doc {
+	s := Section{Header: []string{"TENANT", "NAME", "HOLDER", "LEASE ID", "TOKEN", "SINCE", "TTL", "WAITERS", "FENCE"},
+		Empty: "no leases held or waited for"}
+	for _, l := range ls {
+		holder, id, token, since, t := "(none)", "-", "-", "-", "-"
+		if l.Held {
+			holder, id, token, since, t = l.Holder, l.HolderLeaseID, itoa(l.SinceRevision), "rev "+itoa(l.SinceRevision), ttl(l.TTLSeconds)
+		}
+		s.Rows = append(s.Rows, []string{l.Tenant, l.Name, holder, id, token, since, t, itoa(l.Waiters), fence(l.FenceHighest)})
+	}
+	return Doc{s}
+}
+
+// Lease is `leases get`.
+func Lease(l admin.Lease) Doc {
+	fields := Section{Fields: [][2]string{{"Lease", l.Lease}, {"Held", yes(l.Held)}}}
+	if l.Held {
+		fields.Fields = append(fields.Fields, [][2]string{{"Holder", l.Holder}, {"Holder lease ID", l.HolderLeaseID},
+			{"Token", l.Token}, {"Since", "revision " + itoa(l.SinceRevision)}, {"TTL left", ttl(l.TTLSeconds)}}...)
+	}
+	fields.Fields = append(fields.Fields, [][2]string{{"Waiters", itoa(l.Waiters)}, {"Fence highest", fence(l.FenceHighest)},
+		{"Read at revision", itoa(l.Revision)}}...)
+	if l.Held && l.FenceHighest > l.SinceRevision {
+		fields.Fields = append(fields.Fields, [2]string{"Warning", "the fence recorded a newer token than the holder's: its fenced writes are rejected"})
+	}
+	q := Section{Title: "queue", Header: []string{"POS", "KEY", "LEASE ID", "SESSION", "CREATE REV", "TTL"}, Empty: "(empty queue)"}
+	for _, e := range l.Queue {
+		q.Rows = append(q.Rows, []string{itoa(e.Position), e.Key, e.LeaseID, e.Session, itoa(e.CreateRevision), ttl(e.TTLSeconds)})
+	}
+	return Doc{fields, q}
+}
+
+// Fences is `fences list`.
+func Fences(fs []admin.Fence) Doc {
+	s := Section{Header: []string{"LEASE", "HIGHEST", "UPDATED"}, Empty: "no fence rows"}
+	for _, f := range fs {
+		s.Rows = append(s.Rows, []string{f.Lease, itoa(f.Highest), TS(f.UpdatedAt)})
+	}
+	return Doc{s}
+}
+
+// Fence is `fences get`.
+func Fence(f admin.Fence) Doc {
+	highest := itoa(f.Highest)
+	if f.Highest == 0 {
+		highest = "0 (no row: any token is accepted)"
+	}
+	fields := Section{Fields: [][2]string{{"Lease", f.Lease}, {"Highest", highest}, {"Updated", TS(f.UpdatedAt)}, {"Version", f.Version}}}
+	r := Section{Title: "resets", Header: []string{"ID", "AT", "ACTOR", "BEFORE", "AFTER", "REASON"}, Empty: "(never reset)"}
+	for _, x := range f.Resets {
+		r.Rows = append(r.Rows, []string{itoa(x.ID), TS(x.At), x.Actor, itoa(x.Before), itoa(x.After), x.Reason})
+	}
+	return Doc{fields, r}
+}
+
+// OutboxStatus is `outbox status`.
+func OutboxStatus(s admin.OutboxStatus) Doc {
+	fields := Section{Fields: [][2]string{
+		{"Pending", itoa(s.Pending)},
+		{"Oldest pending", Age(s.OldestPendingAgeSeconds)},
+		{"Publish lag p99", fmt.Sprintf("%s (%d published in the last %s)", Age(s.PublishLagP99Seconds), s.PublishedInWindow, Age(s.WindowSeconds))},
+		{"Parked", itoa(s.Parked)},
+	}}
+	k := Section{Title: "parked keys", Header: []string{"KEY", "PARKED", "BLOCKED", "PARKED AT"}, Empty: "(no parked key)"}
+	for _, p := range s.ParkedKeys {
+		k.Rows = append(k.Rows, []string{p.Key, itoa(p.Parked), itoa(p.Blocked), TS(p.ParkedAt)})
+	}
+	return Doc{fields, k}
+}
+
+// Parked is `outbox parked list`.
+func Parked(ps []admin.ParkedEvent) Doc {
+	s := Section{Header: []string{"ID", "KEY", "TOPIC", "TYPE", "ATTEMPTS", "PARKED AT", "VERSION", "LAST ERROR"}, Empty: "no parked events"}
+	for _, p := range ps {
+		s.Rows = append(s.Rows, []string{p.ID, p.Key, p.Topic, p.Type, itoa(p.Attempts), TS(p.ParkedAt), p.Version, p.LastError})
+	}
+	return Doc{s}
+}
+
+// ParkedEvent is one parked event (a mutation's before).
+func ParkedEvent(p admin.ParkedEvent) Doc {
+	return Doc{{Fields: [][2]string{{"ID", p.ID}, {"Key", p.Key}, {"Topic", p.Topic}, {"Type", p.Type}, {"Attempts", itoa(p.Attempts)},
+		{"Last error", p.LastError}, {"Created", TS(p.CreatedAt)}, {"Parked", TS(p.ParkedAt)}, {"Payload", fmt.Sprintf("%d bytes", p.PayloadBytes)},
+		{"Version", p.Version}}}}
+}
+
+// Sagas is `saga list`.
+func Sagas(ss []admin.Saga) Doc {
+	s := Section{Header: []string{"ID", "TYPE", "STATE", "STEP", "ATTEMPTS", "AGE", "NEXT ATTEMPT", "VERSION", "LAST ERROR"}, Empty: "no sagas"}
+	for _, x := range ss {
+		s.Rows = append(s.Rows, []string{x.ID, x.Type, x.State, step(x), itoa(x.Attempts), Age(x.AgeSeconds), nextAttempt(x), x.Version, x.LastError})
+	}
+	return Doc{s}
+}
+
+func step(x admin.Saga) string {
+	s := fmt.Sprintf("%d/%d", x.Step, x.StepCount)
+	if x.StepName != "" {
+		s += " " + x.StepName
+	}
+	return s
+}
+
+func nextAttempt(x admin.Saga) string {
+	if x.State != "running" && x.State != "compensating" {
+		return "-"
+	}
+	return TS(x.NextAttemptAt)
+}
+
+// Saga is `saga get`.
+func Saga(x admin.Saga) Doc {
+	fields := Section{Fields: [][2]string{{"ID", x.ID}, {"Type", x.Type}, {"State", x.State}, {"Step", step(x)},
+		{"Pivot", itoa(x.PivotStep)}, {"Attempts", itoa(x.Attempts)}, {"In state for", Age(x.AgeSeconds)},
+		{"Next attempt", nextAttempt(x)}, {"Last error", x.LastError}, {"Failure", x.Failure}, {"Claimed by", x.ClaimOwner},
+		{"Created", TS(x.CreatedAt)}, {"Updated", TS(x.UpdatedAt)}, {"Pivot at", TSp(x.PivotAt)}, {"Version", x.Version}}}
+	steps := Section{Title: "steps", Header: []string{"#", "NAME", "KIND", "STATUS", "FAILURES", "LAST ERROR"}}
+	for _, s := range x.Steps {
+		steps.Rows = append(steps.Rows, []string{itoa(s.Index), s.Name, s.Kind, s.Status, itoa(s.Failures), s.LastError})
+	}
+	errs := Section{Title: "errors", Header: []string{"AT", "STEP", "ERROR"}, Empty: "(no errors)"}
+	for _, e := range slices.Backward(x.Errors) {
+		errs.Rows = append(errs.Rows, []string{TS(e.At), e.Step, e.Error})
+	}
+	return Doc{fields, steps, errs}
+}
+
+// SagaSummaries is part of `overview`.
+func SagaSummaries(ss []admin.SagaSummary) Section {
+	s := Section{Title: "sagas (not finished)", Header: []string{"TYPE", "STATE", "COUNT", "OLDEST"}, Empty: "(none running, compensating or waiting for a human)"}
+	for _, x := range ss {
+		s.Rows = append(s.Rows, []string{x.Type, x.State, itoa(x.Count), Age(x.OldestAgeSeconds)})
+	}
+	return s
+}
+
+// Overview is `overview`.
+func Overview(o admin.Overview) Doc {
+	rej := "- (" + o.FenceRejectionsSource + ")"
+	if o.FenceRejectionsLastHour != nil {
+		rej = fmt.Sprintf("%g", *o.FenceRejectionsLastHour)
+	}
+	fields := Section{Fields: [][2]string{{"Leases held", itoa(o.LeasesHeld)}, {"Waiting", itoa(o.LeasesWaiting)},
+		{"Fence rejections (1h)", rej}, {"Needs a human", itoa(o.NeedsHuman)}}}
+	if o.Outbox != nil {
+		fields.Fields = append(fields.Fields, [][2]string{{"Outbox pending", itoa(o.Outbox.Pending)},
+			{"Outbox oldest pending", Age(o.Outbox.OldestPendingAgeSeconds)}, {"Outbox lag p99", Age(o.Outbox.PublishLagP99Seconds)},
+			{"Outbox parked", itoa(o.Outbox.Parked)}}...)
+	}
+	doc := Doc{fields, SagaSummaries(o.Sagas)}
+	if len(o.Errors) > 0 {
+		e := Section{Title: "unavailable", Header: []string{"PART", "ERROR"}}
+		for _, k := range slices.Sorted(maps.Keys(o.Errors)) {
+			e.Rows = append(e.Rows, []string{k, o.Errors[k]})
+		}
+		doc = append(doc, e)
+	}
+	return doc
+}
+
+// Idem is `idem get`.
+func Idem(k admin.IdemKey) Doc {
+	var headers []string
+	for _, name := range slices.Sorted(maps.Keys(k.ResponseHeader)) {
+		headers = append(headers, name+": "+strings.Join(k.ResponseHeader[name], ", "))
+	}
+	h := strings.Join(headers, "; ")
+	op := k.Operation
+	if op == "" {
+		op = "(one-shot)"
+	}
+	expires := "-"
+	if !k.ExpiresAt.IsZero() {
+		expires = TS(k.ExpiresAt)
+	}
+	return Doc{{Fields: [][2]string{{"Scope", k.Scope}, {"Key", k.Key}, {"State", k.State}, {"Operation", op},
+		{"Recovery point", k.RecoveryPoint}, {"Locked until", TSp(k.LockedUntil)}, {"Fingerprint", k.Fingerprint},
+		{"Response status", itoa(k.ResponseStatus)}, {"Response headers", h}, {"Response body", itoa(k.ResponseBytes) + " bytes"},
+		{"Created", TS(k.CreatedAt)}, {"Completed", TSp(k.CompletedAt)}, {"Expires", expires}}}}
+}
+
+// Config is `config get`.
+func Config(c admin.ConfigRead) Doc {
+	s := Section{Title: "at revision " + itoa(c.Revision), Header: []string{"KEY", "MOD REV", "VERSION", "BYTES", "VALUE"}, Empty: "no such key"}
+	for _, e := range c.Entries {
+		v := e.Value
+		if e.Encoding != "utf-8" {
+			v = e.Encoding + ":" + v
+		}
+		s.Rows = append(s.Rows, []string{e.Key, itoa(e.ModRevision), itoa(e.Version), itoa(e.Bytes), v})
+	}
+	return Doc{s}
+}
+
+// Staleness is `config staleness`.
+func Staleness(s admin.Staleness) Doc {
+	etcd, behind := "not read (no --endpoints)", "unknown"
+	if s.EtcdModRevision >= 0 {
+		etcd, behind = fmt.Sprintf("newest mod revision %d, %d keys", s.EtcdModRevision, s.EtcdKeys), yes(s.Behind)
+	}
+	return Doc{{Fields: [][2]string{{"State file", s.Path}, {"Watches", s.Watched}, {"Prefix", yes(s.Prefix)},
+		{"Snapshot revision", itoa(s.Revision)}, {"Keys", itoa(s.Keys)}, {"Last confirmed", TS(s.Confirmed)},
+		{"Staleness", Age(s.StalenessSeconds)}, {"etcd now", etcd}, {"Behind etcd", behind}}}}
+}
+
+// Audit is `audit list`.
+func Audit(es []admin.AuditEntry) Doc {
+	s := Section{Header: []string{"ID", "AT", "ACTOR", "VIA", "ACTION", "TARGET", "OUTCOME", "REASON"}, Empty: "no audit rows"}
+	for _, e := range es {
+		s.Rows = append(s.Rows, []string{itoa(e.ID), TS(e.At), e.Actor, e.Via, e.Action, e.Target, e.Outcome, e.Reason})
+	}
+	return Doc{s}
+}
+
+// Change is what a mutation did or would do.
+func Change(c admin.Change, before, after Doc) Doc {
+	what := "applied"
+	if c.DryRun {
+		what = "dry run: nothing changed, no audit row written"
+	}
+	head := Section{Fields: [][2]string{{"Action", c.Action}, {"Target", c.Target}, {"Result", what}}}
+	if !c.DryRun {
+		head.Fields = append(head.Fields, [2]string{"Audit row", itoa(c.AuditID) + " at " + TS(c.At)})
+	}
+	doc := Doc{head}
+	for _, s := range before {
+		s.Title = strings.TrimSpace("before " + s.Title)
+		doc = append(doc, s)
+	}
+	for _, s := range after {
+		s.Title = strings.TrimSpace("after " + s.Title)
+		doc = append(doc, s)
+	}
+	return doc
+}
