@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/audit"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 // Request is who asks for a mutation, why, and on which state.
@@ -99,7 +100,7 @@ func (a *Admin) mutate(ctx context.Context, o op, req Request) (Change, error) {
 	if err != nil {
 		return Change{}, fmt.Errorf("coordctl: %s %s: begin: %w", o.action, o.target, err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer pgtx.Rollback(ctx, tx)
 
 	before, version, err := o.lock(ctx, tx)
 	switch {
