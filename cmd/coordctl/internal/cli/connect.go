@@ -173,7 +173,9 @@ func (g *globals) database(ctx context.Context) (*pgxpool.Pool, error) {
 			cfg.ConnConfig.ConnectTimeout = g.dialTimeout
 		}
 		cfg.MaxConns = 4
-		cfg.ConnConfig.RuntimeParams["application_name"] = "coordctl"
+		if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
+			cfg.ConnConfig.RuntimeParams["application_name"] = "coordctl"
+		}
 		g.pool, g.poolErr = pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	})
 	return g.pool, g.poolErr

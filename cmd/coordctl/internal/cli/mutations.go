@@ -32,23 +32,24 @@ func (c *change) register(cmd *cobra.Command) {
 }
 
 // mutation is one change command: show reads the object (its version is what
-// the change then expects), do applies it.
-type mutation[T any] struct {
-	what string // "retry saga 0123" for the prompt
-	show func(ctx context.Context) (T, string, view.Doc, error)
+// the change then expects) and renders it, do applies it, doc renders a
+// Change's before and after.
+type mutation struct {
+	what string // "retry saga 0123", for the prompt
+	show func(ctx context.Context) (version string, doc view.Doc, err error)
 	do   func(ctx context.Context, req admin.Request) (admin.Change, error)
-	doc  func(any) view.Doc // renders a Change's before/after
+	doc  func(any) view.Doc
 }
 
 // run shows the object, asks (unless --confirm or --dry-run), applies with
 // compare-and-set on the version shown, and prints the change.
-func run[T any](a *app, cmd *cobra.Command, c *change, m mutation[T]) error {
+func run(a *app, cmd *cobra.Command, c *change, m mutation) error {
 	if err := checkReason(c.reason); err != nil {
 		return err
 	}
 	ctx, cancel := a.ctx(cmd)
 	defer cancel()
-	_, ver, doc, err := m.show(ctx)
+	ver, doc, err := m.show(ctx)
 	if err != nil {
 		return err
 	}
@@ -81,6 +82,28 @@ func run[T any](a *app, cmd *cobra.Command, c *change, m mutation[T]) error {
 	return a.print(ch, view.Change(ch, m.doc(ch.Before), m.doc(ch.After)))
 }
 
+// idMutation is a change command on one object named by its id.
+func (a *app) idMutation(use, short, noun string, show func(ctx context.Context, id string) (string, view.Doc, error),
+	do func(ctx context.Context, id string, req admin.Request) (admin.Change, error), doc func(any) view.Doc) *cobra.Command {
+	var c change
+	cmd := &cobra.Command{
+		Use:   use + " ID",
+		Short: short,
+		Args:  args(1, "ID"),
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			id := arg[0]
+			return run(a, cmd, &c, mutation{
+				what: use + " " + noun + " " + id,
+				show: func(ctx context.Context) (string, view.Doc, error) { return show(ctx, id) },
+				do:   func(ctx context.Context, req admin.Request) (admin.Change, error) { return do(ctx, id, req) },
+				doc:  doc,
+			})
+		},
+	}
+	c.register(cmd)
+	return cmd
+}
+
 func checkReason(r string) error {
 	if r == "" {
 		return usageError{errorf("--reason is required: say why, it goes into the audit table")}
@@ -102,42 +125,24 @@ func sagaDoc(v any) view.Doc {
 	return nil
 }
 
-func (a *app) sagaMutationCmd(use, short string, do func(ctx context.Context, id string, req admin.Request) (admin.Change, error), extra func(*cobra.Command)) *cobra.Command {
-	var c change
-	cmd := &cobra.Command{
-		Use:   use + " ID",
-		Short: short,
-		Args:  args(1, "ID"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			id := arg[0]
-			return run(a, cmd, &c, mutation[admin.Saga]{
-				what: use + " saga " + id,
-				show: func(ctx context.Context) (admin.Saga, string, view.Doc, error) {
-					s, err := a.adm.Saga(ctx, id)
-					return s, s.Version, view.Saga(s), err
-				},
-				do:  func(ctx context.Context, req admin.Request) (admin.Change, error) { return do(ctx, id, req) },
-				doc: sagaDoc,
-			})
-		},
+func (a *app) sagaMutationCmd(use, short string, do func(ctx context.Context, id string, req admin.Request) (admin.Change, error)) *cobra.Command {
+	show := func(ctx context.Context, id string) (string, view.Doc, error) {
+		s, err := a.adm.Saga(ctx, id)
+		return s.Version, view.Saga(s), err
 	}
-	c.register(cmd)
-	if extra != nil {
-		extra(cmd)
-	}
-	return cmd
+	return a.idMutation(use, short, "saga", show, do, sagaDoc)
 }
 
 func (a *app) sagaRetryCmd() *cobra.Command {
 	return a.sagaMutationCmd("retry", "Make a running or compensating saga due now (skip its backoff)", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
 		return a.adm.SagaRetry(ctx, id, req)
-	}, nil)
+	})
 }
 
 func (a *app) sagaCancelCmd() *cobra.Command {
 	return a.sagaMutationCmd("cancel", "Stop a running saga before its pivot and compensate what it did", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
 		return a.adm.SagaCancel(ctx, id, req)
-	}, nil)
+	})
 }
 
 func (a *app) sagaResolveCmd() *cobra.Command {
@@ -150,7 +155,7 @@ func (a *app) sagaResolveCmd() *cobra.Command {
 				return admin.Change{}, usageError{errorf("--how %q: want compensated, retry or skip", how)}
 			}
 			return a.adm.SagaResolve(ctx, id, saga.Resolution(how), req)
-		}, nil)
+		})
 	cmd.Flags().StringVar(&how, "how", "", "compensated (undone by hand), retry (the cause is fixed), skip (this step undone by hand)")
 	_ = cmd.RegisterFlagCompletionFunc("how", cobra.FixedCompletions([]string{"compensated", "retry", "skip"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -171,26 +176,11 @@ func parkedDoc(v any) view.Doc {
 }
 
 func (a *app) parkedCmd(use, short string, do func(ctx context.Context, id string, req admin.Request) (admin.Change, error)) *cobra.Command {
-	var c change
-	cmd := &cobra.Command{
-		Use:   use + " ID",
-		Short: short,
-		Args:  args(1, "ID"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			id := arg[0]
-			return run(a, cmd, &c, mutation[admin.ParkedEvent]{
-				what: use + " parked event " + id,
-				show: func(ctx context.Context) (admin.ParkedEvent, string, view.Doc, error) {
-					p, err := a.adm.ParkedEvent(ctx, id)
-					return p, p.Version, view.ParkedEvent(p), err
-				},
-				do:  func(ctx context.Context, req admin.Request) (admin.Change, error) { return do(ctx, id, req) },
-				doc: parkedDoc,
-			})
-		},
+	show := func(ctx context.Context, id string) (string, view.Doc, error) {
+		p, err := a.adm.ParkedEvent(ctx, id)
+		return p.Version, view.ParkedEvent(p), err
 	}
-	c.register(cmd)
-	return cmd
+	return a.idMutation(use, short, "parked event", show, do, parkedDoc)
 }
 
 func (a *app) requeueCmd() *cobra.Command {
@@ -217,11 +207,11 @@ func (a *app) fenceResetCmd() *cobra.Command {
 			if to < 0 {
 				return usageError{errorf("--to %d: must not be negative", to)}
 			}
-			return run(a, cmd, &c, mutation[admin.Fence]{
+			return run(a, cmd, &c, mutation{
 				what: fmt.Sprintf("reset the fence of %s to %d", lease, to),
-				show: func(ctx context.Context) (admin.Fence, string, view.Doc, error) {
+				show: func(ctx context.Context) (string, view.Doc, error) {
 					f, err := a.adm.Fence(ctx, lease)
-					return f, f.Version, view.Fence(f), err
+					return f.Version, view.Fence(f), err
 				},
 				do: func(ctx context.Context, req admin.Request) (admin.Change, error) {
 					return a.adm.FenceReset(ctx, lease, to, req)
