@@ -86,9 +86,9 @@ func (p *Pruner) Run(ctx context.Context) error {
 	}
 }
 
-// PruneOnce deletes keys completed more than Retention ago, Batch rows per statement, until a
-// statement deletes fewer than Batch or MaxBatchesPerPass statements ran. It returns
-// how many rows it deleted. ctx cancels it between and during statements.
+// PruneOnce deletes keys completed more than Retention ago, Batch rows per
+// statement, until a statement deletes fewer than Batch or MaxBatchesPerPass
+// statements ran. It returns how many rows it deleted. ctx cancels it between and during statements.
 func (p *Pruner) PruneOnce(ctx context.Context) (int64, error) {
 	s := p.s
 	q := `DELETE FROM ` + s.table + ` WHERE ctid IN (
