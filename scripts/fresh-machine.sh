@@ -139,7 +139,7 @@ in_root --offline bash -c '
   secs() { local m=${1%%m*} r=${1#*m}; r=${r%s}; echo $((m * 60 + ${r%.*})); }
   timed() { # name command...: runs it; appends "name status seconds cpu-seconds" to /root/fresh-times
     local name=$1 s=$SECONDS rc=0 t; shift
-    t=$( ( "$@" >&3 2>&4; rc=$?; times >&5; exit $rc ) 5>&1 ) || rc=$?
+    t=$( ( "$@" >&3 2>&4 5>&-; rc=$?; times >&5; exit $rc ) 5>&1 ) || rc=$? # (servers started must not hold fd 5)
     set -- $t # shell user, sys; children user, sys
     local cpu=$(( $(secs "$3") + $(secs "$4") ))
     echo "$name $rc $((SECONDS - s)) $cpu" >>/root/fresh-times
