@@ -11,13 +11,20 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 )
+
+// ownChannel is a NOTIFY channel no other test uses. Channels are per database,
+// not per schema: with the default (Table + "_ready"), every other test's outbox
+// named "ob" on the shared server wakes this test's relay too.
+func ownChannel(db *coordtest.PostgresDB) string { return db.Schema + "_ready" }
 
 // NOTIFY from EnqueueTx wakes the relay: with a one-minute poll, an event is
 // still published at once.
 func TestRelayWakesOnNotify(t *testing.T) {
-	db, ob := setup(t, outbox.Config{Table: "ob", PollInterval: time.Minute})
+	db := coordtest.Postgres(t)
+	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), PollInterval: time.Minute})
 	rec := newRecorder()
 	r, err := ob.NewRelay(db.Pool, rec)
 	if err != nil {
@@ -35,7 +42,8 @@ func TestRelayWakesOnNotify(t *testing.T) {
 
 // With NOTIFY disabled (as behind a transaction pooler), polling publishes.
 func TestRelayPollingFallback(t *testing.T) {
-	db, ob := setup(t, outbox.Config{Table: "ob", DisableNotify: true, PollInterval: 50 * time.Millisecond})
+	db := coordtest.Postgres(t)
+	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), DisableNotify: true, PollInterval: 50 * time.Millisecond})
 	rec := newRecorder()
 	r, _ := ob.NewRelay(db.Pool, rec)
 	runRelays(t, r)
