@@ -12,6 +12,11 @@ import (
 // connections stay open — the hang that timeouts must catch), Delay (every round
 // trip takes longer), Cut (every open connection reset) and Heal. Every fault is
 // counted in Stats where it takes effect, so a test can prove it happened.
+//
+// Like TCP, the proxy never delivers a stream with a hole in it: Heal resets each
+// connection that lost bytes to the blackhole (its peers see it die, as after a
+// partition that outlasted their retransmissions, and reconnect); a connection
+// that lost nothing carries on.
 type Proxy struct {
 	target string
 	ln     net.Listener
@@ -38,6 +43,7 @@ type ProxyStats struct {
 	// held. A response of many chunks is one round trip.
 	DelayedRoundTrips int
 	Forwarded         int64 // bytes forwarded, either direction
+	ResetAtHeal       int   // connections Heal closed because they had lost bytes
 }
 
 // link is one proxied connection: the client's side and the server's side.
@@ -45,6 +51,7 @@ type link struct {
 	client, server net.Conn
 	mu             sync.Mutex
 	awaiting       bool // client data was forwarded since the last server data
+	lost           bool // bytes were dropped (guarded by the Proxy's mu)
 }
 
 func (l *link) close() {
@@ -94,11 +101,19 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.delay = d
 }
 
-// Heal ends a blackhole and removes the delay.
+// Heal ends a blackhole and removes the delay. Connections that lost bytes to the
+// blackhole are closed (counted in ResetAtHeal): their streams have a hole.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.blackhole, p.delay = false, 0
+	for l := range p.links {
+		if l.lost {
+			l.close()
+			delete(p.links, l)
+			p.stats.ResetAtHeal++
+		}
+	}
 }
 
 // Cut closes every open connection; new connections are still accepted.
@@ -186,7 +201,7 @@ func (p *Proxy) pump(l *link, request bool) {
 			if wait := time.Until(c.due); wait > 0 {
 				time.Sleep(wait)
 			}
-			if !p.forward(c.data) {
+			if !p.forward(l, c.data) {
 				continue
 			}
 			if _, err := dst.Write(c.data); err != nil {
@@ -211,6 +226,7 @@ func (p *Proxy) pump(l *link, request bool) {
 			hole, delay := p.blackhole, p.delay
 			if hole {
 				p.stats.DroppedBytes += int64(n)
+				l.lost = true
 			}
 			p.mu.Unlock()
 			if !hole {
@@ -248,11 +264,12 @@ func (p *Proxy) turn(l *link, request bool) bool {
 
 // forward counts data about to be written, or drops it when a blackhole began
 // while it was held; it reports whether to write it.
-func (p *Proxy) forward(data []byte) bool {
+func (p *Proxy) forward(l *link, data []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.blackhole {
 		p.stats.DroppedBytes += int64(len(data))
+		l.lost = true
 		return false
 	}
 	p.stats.Forwarded += int64(len(data))

@@ -105,17 +105,21 @@ func TestProxyBlackholeHealCut(t *testing.T) {
 	if st := p.Stats(); st.Blackholes != 1 || st.DroppedBytes != 2 || st.Cut != 0 {
 		t.Fatalf("blackhole counted %+v, want 1 blackhole, 2 bytes dropped, 0 cut", st)
 	}
-	p.Heal()
+	p.Heal() // resets c, which lost its request
+	c2 := dial(t, p)
+	if got, err := roundTrip(t, c2, 5*time.Second); err != nil || got != "x\n" {
+		t.Fatalf("after heal: %q %v", got, err)
+	}
 	p.Cut()
 	if st := p.Stats(); st.Cut != 1 {
 		t.Fatalf("one connection cut, counted %d", st.Cut)
 	}
-	if _, err := roundTrip(t, c, 2*time.Second); err == nil {
+	if _, err := roundTrip(t, c2, 2*time.Second); err == nil {
 		t.Fatal("a cut connection still answered")
 	}
-	c2 := dial(t, p)
-	if got, err := roundTrip(t, c2, 5*time.Second); err != nil || got != "x\n" {
-		t.Fatalf("after heal: %q %v", got, err)
+	c3 := dial(t, p)
+	if got, err := roundTrip(t, c3, 5*time.Second); err != nil || got != "x\n" {
+		t.Fatalf("after cut: %q %v", got, err)
 	}
 }
 
@@ -199,5 +203,35 @@ func TestProxyBlackholeSwallowsHeldBytes(t *testing.T) {
 	}
 	if st := p.Stats(); st.DroppedBytes != 2 || st.Forwarded != 4 {
 		t.Fatalf("held request not counted as dropped: %+v", st)
+	}
+}
+
+// TestProxyHealResetsConnectionsThatLostBytes: TCP never delivers a stream with a
+// hole in it, so a connection that lost bytes to a blackhole is reset when the
+// network heals (its peers reconnect), while one that lost nothing carries on.
+// Before, the lossy connection went on forwarding after the hole: an HTTP/2 peer
+// then read garbage frames — every request refused with PROTOCOL_ERROR, or a
+// reader waiting for the rest of a frame that never comes.
+func TestProxyHealResetsConnectionsThatLostBytes(t *testing.T) {
+	p := NewProxy(t, chunkServer(t, 1, 0))
+	lossy, quiet := dial(t, p), dial(t, p)
+	for _, c := range []net.Conn{lossy, quiet} {
+		if got, err := roundTrip(t, c, 5*time.Second); err != nil || got != "x\n" {
+			t.Fatalf("through the proxy: %q %v", got, err)
+		}
+	}
+	p.Blackhole()
+	if got, err := roundTrip(t, lossy, 300*time.Millisecond); err == nil {
+		t.Fatalf("blackholed connection answered %q", got)
+	}
+	p.Heal()
+	if got, err := roundTrip(t, lossy, 5*time.Second); err == nil {
+		t.Fatalf("a connection that lost bytes answered %q after Heal: its stream has a hole", got)
+	}
+	if got, err := roundTrip(t, quiet, 5*time.Second); err != nil || got != "x\n" {
+		t.Fatalf("a connection that lost nothing, after Heal: %q %v", got, err)
+	}
+	if st := p.Stats(); st.ResetAtHeal != 1 || st.DroppedBytes != 2 || st.Cut != 0 {
+		t.Fatalf("counted %+v, want 1 connection reset at heal, 2 bytes dropped, 0 cut", st)
 	}
 }
