@@ -17,6 +17,13 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
+// frozenIdleTimeout is the frozen holder's IdleTimeout. Longer than the default
+// (TTL/3 = 667 ms at MinTTL): its transactions must stay open from their last
+// statement until the parent has checked and SIGSTOPped it, which on a loaded
+// 2-core machine took longer than 667 ms ("6 holder backends idle in
+// transaction, want 10").
+func frozenIdleTimeout(ttl time.Duration) time.Duration { return ttl }
+
 // frozenBackends counts the holder's backends that are idle inside a transaction.
 func frozenBackends(ctx context.Context, t *testing.T, db *coordtest.PostgresDB, app string) int {
 	t.Helper()
@@ -72,8 +79,10 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 		envEtcd+"="+strings.Join(etcd.Endpoints, ","), envPG+"="+db.URL+"&application_name="+app,
 		envTenant+"="+tenant, envTTL+"="+ttl.String())
 
-	// The bound the successor's first write must meet, measured from the pause.
-	idle, lock := ttl/3, ttl/3
+	// The bound the successor's first write must meet, measured from the pause:
+	// the holder's lease expires, PostgreSQL ends its idle transactions, and the
+	// successor's guard waits at most its own LockTimeout (the default, TTL/3).
+	idle, lock := frozenIdleTimeout(ttl), ttl/3
 	bound := ttl + idle + lock
 	slack := 3 * time.Second // etcd's expiry scan (500 ms) and a loaded 2-core machine
 	var waits []time.Duration

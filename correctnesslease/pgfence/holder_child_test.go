@@ -164,15 +164,20 @@ func sumCounter(ctx context.Context, r *sdkmetric.ManualReader, name string) int
 	return n
 }
 
-// frozenInTx is the "intx" round of the holder: for each name it acquires the
-// lease, opens a transaction, fences it (GuardTx) and writes, prints "intx <name>
-// <token>", then "ready", and blocks reading stdin with every transaction open
-// and idle — the parent SIGSTOPs it here, inside its fenced transactions. After
-// "go" it tries to commit each and prints "commit <name> ok|error <msg>", then
-// "done".
+// frozenInTx is the "intx" round of the holder: it acquires the lease of each
+// name, then, side by side, opens a transaction per lease, fences it (GuardTx)
+// and writes; it prints "intx <name> <token>" for each, then "ready", and blocks
+// reading stdin with every transaction open and idle — the parent SIGSTOPs it
+// here, inside its fenced transactions. After "go" it tries to commit each and
+// prints "commit <name> ok|error <msg>", then "done".
+//
+// Its IdleTimeout is frozenIdleTimeout(ttl): every transaction must still be
+// open when the parent checks and pauses the holder, and PostgreSQL's idle timer
+// starts at each one's last statement — so the transactions are opened together,
+// after the (slower) lease acquisitions, not one after another.
 func frozenInTx(ctx context.Context, cli *clientv3.Client, pool *pgxpool.Pool, names []string, ttl time.Duration, in *bufio.Scanner) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f, err := pgfence.New(pgfence.Config{Logger: quiet, LeaseTTL: ttl})
+	f, err := pgfence.New(pgfence.Config{Logger: quiet, LeaseTTL: ttl, IdleTimeout: frozenIdleTimeout(ttl)})
 	if err != nil {
 		return err
 	}
@@ -185,22 +190,33 @@ func frozenInTx(ctx context.Context, cli *clientv3.Client, pool *pgxpool.Pool, n
 		_ = s.Close(cctx) // expired while we were stopped
 		cancel()
 	}()
-	txs := make([]pgx.Tx, len(names))
+	leases := make([]*correctnesslease.Lease, len(names))
 	for i, n := range names {
-		l, err := correctnesslease.Acquire(ctx, s, n)
-		if err != nil {
+		if leases[i], err = correctnesslease.Acquire(ctx, s, n); err != nil {
 			return err
 		}
-		if txs[i], err = pool.Begin(ctx); err != nil {
-			return err
-		}
-		if err := f.GuardTx(ctx, txs[i], l.Token()); err != nil {
-			return err
-		}
-		if _, err := txs[i].Exec(ctx, "INSERT INTO writes (name, writer, revision) VALUES ($1, 'frozen', $2)", n, l.Token().Revision()); err != nil {
-			return err
-		}
-		fmt.Println("intx", n, l.Token())
+	}
+	txs := make([]pgx.Tx, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() {
+			tok := leases[i].Token()
+			if txs[i], errs[i] = pool.Begin(ctx); errs[i] != nil {
+				return
+			}
+			if errs[i] = f.GuardTx(ctx, txs[i], tok); errs[i] != nil {
+				return
+			}
+			_, errs[i] = txs[i].Exec(ctx, "INSERT INTO writes (name, writer, revision) VALUES ($1, 'frozen', $2)", n, tok.Revision())
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, n := range names {
+		fmt.Println("intx", n, leases[i].Token())
 	}
 	fmt.Println("ready")
 	if !in.Scan() || in.Text() != "go" { // SIGSTOPped here
