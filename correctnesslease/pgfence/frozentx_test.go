@@ -74,7 +74,11 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rival.Close(context.WithoutCancel(ctx))
-	const app = "pgfence-frozen-tx"
+	// The holder's backends, told apart by an application_name of this run's own:
+	// the server is shared, and another run of this test (another engineer's, a
+	// mutant's) has backends idle in transaction too ("17 holder backends idle in
+	// transaction, want 10").
+	app := "pgfence-frozen-tx-" + db.Schema
 	h := startHolder(t,
 		envEtcd+"="+strings.Join(etcd.Endpoints, ","), envPG+"="+db.URL+"&application_name="+app,
 		envTenant+"="+tenant, envTTL+"="+ttl.String())
