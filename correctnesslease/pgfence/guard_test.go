@@ -112,15 +112,18 @@ func TestExecCommitsOnlyFencedSuccessfulWork(t *testing.T) {
 	}
 }
 
-// waitBlocked waits until a guard statement of another backend is blocked on a row
-// lock, failing if done delivers first: it proves the wait, rather than timing it.
-func waitBlocked(ctx context.Context, t *testing.T, pool *pgxpool.Pool, done <-chan error) {
+// waitBlocked waits until another backend is blocked on a lock that blocker's
+// transaction holds, failing if done delivers first: it proves the wait, rather
+// than timing it. Only backends blocker blocks count: the server is shared, and
+// another test's guard waiting on its own fence row proves nothing here.
+func waitBlocked(ctx context.Context, t *testing.T, pool *pgxpool.Pool, blocker pgx.Tx, done <-chan error) {
 	t.Helper()
+	pid := blocker.Conn().PgConn().PID()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var n int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "coord_fences"%'`).Scan(&n); err != nil {
+			WHERE wait_event_type = 'Lock' AND $1::int = ANY(pg_blocking_pids(pid))`, pid).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
@@ -128,11 +131,11 @@ func waitBlocked(ctx context.Context, t *testing.T, pool *pgxpool.Pool, done <-c
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("guard finished (%v) while another transaction held the fence row", err)
+			t.Fatalf("finished (%v) while another transaction held the fence row", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("guard never blocked on the fence row")
+			t.Fatal("never blocked on the fence row")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -155,7 +158,7 @@ func TestGuardTxHoldsRowUntilTransactionEnds(t *testing.T) {
 	go func() { done <- guard(ctx, f, db.Pool, tok(t, "/held@11")) }()
 
 	// Prove the newer guard is blocked on the row lock, not merely slow.
-	waitBlocked(ctx, t, db.Pool, done)
+	waitBlocked(ctx, t, db.Pool, old, done)
 	// The old holder's writes in its transaction still go through: it was the
 	// holder when it guarded, and nobody newer has committed.
 	if _, err := old.Exec(ctx, "SELECT 1"); err != nil {
@@ -187,7 +190,7 @@ func TestGuardTxOlderWaitsThenFails(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- guard(ctx, f, db.Pool, tok(t, "/race@20")) }()
-	waitBlocked(ctx, t, db.Pool, done)
+	waitBlocked(ctx, t, db.Pool, newer, done)
 	if err := newer.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -118,25 +117,7 @@ func TestResetFenceNeverClobbersARace(t *testing.T) {
 		_, err := f.ResetFence(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 7})
 		done <- err
 	}()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var n int
-		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM "coord_fences"%'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("reset finished (%v) while the holder's transaction held the row", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the reset never waited on the row lock")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitBlocked(ctx, t, db.Pool, holder, done) // the reset waits for the holder's transaction
 	if err := holder.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
