@@ -50,8 +50,8 @@ type SagaStep struct {
 	Name  string `json:"name"` // "" when the saga predates recorded step names
 	Kind  string `json:"kind"` // compensatable, pivot, retriable
 	// Status: done, current, pending, compensated (undone), compensating (being
-	// undone), failed (the step whose failure started compensation), stuck (the
-	// compensation a human must resolve).
+	// undone), failed (the step whose business failure started compensation),
+	// not run (after it), stuck (the compensation a human must resolve).
 	Status    string `json:"status"`
 	Failures  int    `json:"failures"` // errors recorded for it (the history keeps the last 20)
 	LastError string `json:"last_error"`
@@ -144,6 +144,7 @@ func version(parts ...string) string {
 func timeline(i saga.Info) []SagaStep {
 	steps := make([]SagaStep, i.StepCount)
 	byName := map[string]int{}
+	failed := -1 // the step whose business failure started compensation, if known
 	for n := range steps {
 		st := &steps[n]
 		st.Index = n
@@ -159,18 +160,25 @@ func timeline(i saga.Info) []SagaStep {
 		default:
 			st.Kind = "retriable"
 		}
-		st.Status = stepStatus(i, n)
 	}
 	for _, e := range i.Errors {
 		if n, ok := byName[e.Step]; ok && e.Step != "" {
 			steps[n].Failures++
 			steps[n].LastError = e.Error
+			if e.Error == i.Failure {
+				failed = n
+			}
 		}
+	}
+	for n := range steps {
+		steps[n].Status = stepStatus(i, n, failed)
 	}
 	return steps
 }
 
-func stepStatus(i saga.Info, n int) string {
+// stepStatus is step n's status; failed is the step whose business failure
+// started compensation (-1: unknown, e.g. a cancel).
+func stepStatus(i saga.Info, n, failed int) string {
 	switch i.State {
 	case saga.StateCompleted:
 		return "done"
@@ -182,19 +190,26 @@ func stepStatus(i saga.Info, n int) string {
 			return "current"
 		}
 		return "pending"
-	case saga.StateCompensating, saga.StateNeedsHuman:
-		// i.Step is the next step to undo; steps after it were undone (or never
-		// ran), steps before it are still done.
+	case saga.StateCompensating, saga.StateNeedsHuman, saga.StateCompensated:
+		// i.Step is the next step to undo (-1 once every step is undone): steps
+		// before it are still done, steps after it were undone — except the
+		// failed step and those after it, which never took effect.
+		step := i.Step
+		if i.State == saga.StateCompensated {
+			step = -1
+		}
 		switch {
-		case n < i.Step:
+		case failed >= 0 && n == failed:
+			return "failed"
+		case failed >= 0 && n > failed:
+			return "not run"
+		case n < step:
 			return "done"
-		case n == i.Step && i.State == saga.StateNeedsHuman:
+		case n == step && i.State == saga.StateNeedsHuman:
 			return "stuck"
-		case n == i.Step:
+		case n == step:
 			return "compensating"
 		}
-		return "compensated"
-	case saga.StateCompensated:
 		return "compensated"
 	}
 	return "unknown"
