@@ -118,10 +118,13 @@ type Entry struct {
 	After   json.RawMessage `json:"after,omitempty"`
 }
 
-// CheckActor and CheckReason refuse text the table would not keep as given:
-// empty, too long, invalid UTF-8, NUL or other control characters (a reason may
-// hold newlines and tabs).
-func CheckActor(s string) error  { return checkText("actor", s, MaxActorBytes, false) }
+// CheckActor refuses an actor the table would not keep as given: empty, over
+// MaxActorBytes, invalid UTF-8, NUL or other control characters. It returns an
+// *InputError.
+func CheckActor(s string) error { return checkText("actor", s, MaxActorBytes, false) }
+
+// CheckReason is CheckActor for a reason (MaxReasonBytes; newlines and tabs
+// allowed).
 func CheckReason(s string) error { return checkText("reason", s, MaxReasonBytes, true) }
 
 func checkText(field, s string, maxBytes int, multiline bool) error {

@@ -158,11 +158,13 @@ func (a *app) print(v any, doc view.Doc) error {
 // usageError is a bad flag or argument.
 type usageError struct{ error }
 
+// Unwrap returns the cause.
 func (e usageError) Unwrap() error { return e.error }
 
 // refusedError is a change that was not confirmed.
 type refusedError struct{ error }
 
+// Unwrap returns the cause.
 func (e refusedError) Unwrap() error { return e.error }
 
 // args is cobra.ExactArgs(n) whose error is a usageError.

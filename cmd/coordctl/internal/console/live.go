@@ -74,11 +74,15 @@ type buffer struct {
 	status int
 }
 
+// Header returns the response headers.
 func (b *buffer) Header() http.Header { return b.header }
+
+// Write appends to the body (status 200 unless set).
 func (b *buffer) Write(p []byte) (int, error) {
 	if b.status == 0 {
 		b.status = http.StatusOK
 	}
 	return b.body.Write(p)
 }
+// WriteHeader records the status.
 func (b *buffer) WriteHeader(code int) { b.status = code }

@@ -105,6 +105,7 @@ func Logger(t testing.TB) *slog.Logger {
 
 type testWriter struct{ t testing.TB }
 
+// Write logs p to the test.
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 func must(t testing.TB, err error) {
@@ -232,6 +233,7 @@ func (e *Env) sagaClient(t testing.TB, owner string, b coord.Backoff, defs ...sa
 
 type failing struct{}
 
+// Publish fails every message of PoisonKey with ParkedError.
 func (failing) Publish(_ context.Context, msgs []outbox.Message) []error {
 	errs := make([]error, len(msgs))
 	for i, m := range msgs {
