@@ -84,5 +84,6 @@ func (b *buffer) Write(p []byte) (int, error) {
 	}
 	return b.body.Write(p)
 }
+
 // WriteHeader records the status.
 func (b *buffer) WriteHeader(code int) { b.status = code }
