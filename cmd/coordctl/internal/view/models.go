@@ -49,7 +49,7 @@ func Lease(l admin.Lease) Doc {
 	if l.Held && l.FenceHighest > l.SinceRevision {
 		fields.Fields = append(fields.Fields, [2]string{"Warning", "the fence recorded a newer token than the holder's: its fenced writes are rejected"})
 	}
-	q := Section{Title: "queue", Header: []string{"POS", "KEY", "LEASE ID", "SESSION", "CREATE REV", "TTL"}, Empty: "(empty queue)"}
+	q := Section{Title: "QUEUE", Header: []string{"POS", "KEY", "LEASE ID", "SESSION", "CREATE REV", "TTL"}, Empty: "(empty queue)"}
 	for _, e := range l.Queue {
 		q.Rows = append(q.Rows, []string{itoa(e.Position), e.Key, e.LeaseID, e.Session, itoa(e.CreateRevision), ttl(e.TTLSeconds)})
 	}
@@ -72,7 +72,7 @@ func Fence(f admin.Fence) Doc {
 		highest = "0 (no row: any token is accepted)"
 	}
 	fields := Section{Fields: [][2]string{{"Lease", f.Lease}, {"Highest", highest}, {"Updated", TS(f.UpdatedAt)}, {"Version", f.Version}}}
-	r := Section{Title: "resets", Header: []string{"ID", "AT", "ACTOR", "BEFORE", "AFTER", "REASON"}, Empty: "(never reset)"}
+	r := Section{Title: "RESETS", Header: []string{"ID", "AT", "ACTOR", "BEFORE", "AFTER", "REASON"}, Empty: "(never reset)"}
 	for _, x := range f.Resets {
 		r.Rows = append(r.Rows, []string{itoa(x.ID), TS(x.At), x.Actor, itoa(x.Before), itoa(x.After), x.Reason})
 	}
@@ -87,7 +87,7 @@ func OutboxStatus(s admin.OutboxStatus) Doc {
 		{"Publish lag p99", fmt.Sprintf("%s (%d published in the last %s)", Age(s.PublishLagP99Seconds), s.PublishedInWindow, Age(s.WindowSeconds))},
 		{"Parked", itoa(s.Parked)},
 	}}
-	k := Section{Title: "parked keys", Header: []string{"KEY", "PARKED", "BLOCKED", "PARKED AT"}, Empty: "(no parked key)"}
+	k := Section{Title: "PARKED KEYS", Header: []string{"KEY", "PARKED", "BLOCKED", "PARKED AT"}, Empty: "(no parked key)"}
 	for _, p := range s.ParkedKeys {
 		k.Rows = append(k.Rows, []string{p.Key, itoa(p.Parked), itoa(p.Blocked), TS(p.ParkedAt)})
 	}
@@ -140,11 +140,11 @@ func Saga(x admin.Saga) Doc {
 		{"Pivot", itoa(x.PivotStep)}, {"Attempts", itoa(x.Attempts)}, {"In state for", Age(x.AgeSeconds)},
 		{"Next attempt", nextAttempt(x)}, {"Last error", x.LastError}, {"Failure", x.Failure}, {"Claimed by", x.ClaimOwner},
 		{"Created", TS(x.CreatedAt)}, {"Updated", TS(x.UpdatedAt)}, {"Pivot at", TSp(x.PivotAt)}, {"Version", x.Version}}}
-	steps := Section{Title: "steps", Header: []string{"#", "NAME", "KIND", "STATUS", "FAILURES", "LAST ERROR"}}
+	steps := Section{Title: "STEPS", Header: []string{"#", "NAME", "KIND", "STATUS", "FAILURES", "LAST ERROR"}}
 	for _, s := range x.Steps {
 		steps.Rows = append(steps.Rows, []string{itoa(s.Index), s.Name, s.Kind, s.Status, itoa(s.Failures), s.LastError})
 	}
-	errs := Section{Title: "errors", Header: []string{"AT", "STEP", "ERROR"}, Empty: "(no errors)"}
+	errs := Section{Title: "ERRORS", Header: []string{"AT", "STEP", "ERROR"}, Empty: "(no errors)"}
 	for _, e := range slices.Backward(x.Errors) {
 		errs.Rows = append(errs.Rows, []string{TS(e.At), e.Step, e.Error})
 	}
@@ -153,7 +153,7 @@ func Saga(x admin.Saga) Doc {
 
 // SagaSummaries is part of `overview`.
 func SagaSummaries(ss []admin.SagaSummary) Section {
-	s := Section{Title: "sagas (not finished)", Header: []string{"TYPE", "STATE", "COUNT", "OLDEST"}, Empty: "(none running, compensating or waiting for a human)"}
+	s := Section{Title: "SAGAS (NOT FINISHED)", Header: []string{"TYPE", "STATE", "COUNT", "OLDEST"}, Empty: "(none running, compensating or waiting for a human)"}
 	for _, x := range ss {
 		s.Rows = append(s.Rows, []string{x.Type, x.State, itoa(x.Count), Age(x.OldestAgeSeconds)})
 	}
@@ -175,7 +175,7 @@ func Overview(o admin.Overview) Doc {
 	}
 	doc := Doc{fields, SagaSummaries(o.Sagas)}
 	if len(o.Errors) > 0 {
-		e := Section{Title: "unavailable", Header: []string{"PART", "ERROR"}}
+		e := Section{Title: "UNAVAILABLE", Header: []string{"PART", "ERROR"}}
 		for _, k := range slices.Sorted(maps.Keys(o.Errors)) {
 			e.Rows = append(e.Rows, []string{k, o.Errors[k]})
 		}
@@ -207,7 +207,7 @@ func Idem(k admin.IdemKey) Doc {
 
 // Config is `config get`.
 func Config(c admin.ConfigRead) Doc {
-	s := Section{Title: "at revision " + itoa(c.Revision), Header: []string{"KEY", "MOD REV", "VERSION", "BYTES", "VALUE"}, Empty: "no such key"}
+	s := Section{Title: "AT REVISION " + itoa(c.Revision), Header: []string{"KEY", "MOD REV", "VERSION", "BYTES", "VALUE"}, Empty: "no such key"}
 	for _, e := range c.Entries {
 		v := e.Value
 		if e.Encoding != "utf-8" {
@@ -250,11 +250,11 @@ func Change(c admin.Change, before, after Doc) Doc {
 	}
 	doc := Doc{head}
 	for _, s := range before {
-		s.Title = strings.TrimSpace("before " + s.Title)
+		s.Title = strings.TrimSpace("BEFORE " + s.Title)
 		doc = append(doc, s)
 	}
 	for _, s := range after {
-		s.Title = strings.TrimSpace("after " + s.Title)
+		s.Title = strings.TrimSpace("AFTER " + s.Title)
 		doc = append(doc, s)
 	}
 	return doc

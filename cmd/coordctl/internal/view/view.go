@@ -13,7 +13,8 @@ import (
 	"unicode/utf8"
 )
 
-// Section is a titled table or a list of fields.
+// Section is a titled table or a list of fields. A Title is printed as given:
+// the fixed ones are upper case, those naming data (a tenant, a group) keep it.
 type Section struct {
 	Title  string
 	Fields [][2]string // name, value (a vertical listing)
@@ -33,7 +34,7 @@ func Write(w io.Writer, d Doc) error {
 			fmt.Fprintln(tw)
 		}
 		if s.Title != "" {
-			fmt.Fprintln(tw, strings.ToUpper(s.Title))
+			fmt.Fprintln(tw, s.Title)
 		}
 		for _, f := range s.Fields {
 			fmt.Fprintf(tw, "%s:\t%s\n", f[0], cell(f[1], 200))
