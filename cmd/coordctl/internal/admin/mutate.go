@@ -112,6 +112,10 @@ func (a *Admin) mutate(ctx context.Context, o op, req Request) (Change, error) {
 		return Change{}, a.conflict(ctx, o, req, before, version)
 	}
 	if err := o.apply(ctx, tx, before); err != nil {
+		var ce *ConflictError // the object's own compare-and-set refused (pgfence's reset)
+		if errors.As(err, &ce) {
+			return Change{}, a.conflict(ctx, o, req, ce.Current, ce.Actual)
+		}
 		return Change{}, err
 	}
 	after, err := o.after(ctx, tx)

@@ -262,6 +262,9 @@ func TestMutationsAreConfirmedAuditedAndCompareAndSet(t *testing.T) {
 
 	// Reset the fence: pgfence's audit table and coordctl's both record it.
 	lease := e.Holder.Token().Lease()
+	if _, errs, code := r.run("fences", "reset", lease, "--to", "0", "--expect", "999", "--reason", "stale view", "--confirm"); code != cli.ExitConflict {
+		t.Fatalf("fences reset with a stale --expect: exit %d %s", code, errs)
+	}
 	r.decode(&ch, "fences", "reset", lease, "--to", "0", "--reason", "etcd restored from backup", "--confirm")
 	var f admin.Fence
 	r.decode(&f, "fences", "get", lease)
@@ -283,6 +286,7 @@ func TestMutationsAreConfirmedAuditedAndCompareAndSet(t *testing.T) {
 		"outbox.requeue " + id + " applied alice@oncall cli limit raised true true",
 		"saga.resolve.compensated " + testenv.HumanSaga + " applied alice@oncall cli refunded by hand, INC-312 true true",
 		"saga.cancel " + testenv.StuckSaga + " applied alice@oncall cli customer cancelled true true",
+		"fence.reset " + lease + " conflict alice@oncall cli stale view true true",
 		"fence.reset " + lease + " applied alice@oncall cli etcd restored from backup true true",
 	}
 	if got := auditRows(t, e); strings.Join(got, "\n") != strings.Join(want, "\n") {
