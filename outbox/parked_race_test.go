@@ -1,0 +1,124 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TestKeyParkedDuringTheLockingScanIsNotClaimed drives, in a fixed order, the one
+// race in which the claim's own check of the dead-letter table matters: relay 1's
+// locking scan has taken its snapshot (the key not parked yet) and is about to
+// try-lock the key, when relay 2 claims that key, fails it and parks its head.
+// Relay 1 then locks the key; its claim, a fresh snapshot, must see the key parked
+// and publish none of its later events (per-key order: nothing after a parked
+// event until an operator decides).
+//
+// The order is forced inside PostgreSQL: relay 1's connections resolve
+// pg_try_advisory_xact_lock to a function in the test's schema (search_path
+// "<schema>, pg_catalog") that, for the raced key, first waits for an advisory
+// lock the test holds. The test parks the key meanwhile (through relay 2) and then
+// lets relay 1 go on.
+func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
+	const raced, other = "race-parked", "race-other"
+	db := coordtest.Postgres(t)
+	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), MaxAttempts: 1, PollInterval: 20 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	hook := rand.Int32()
+	if _, err := db.Pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION pg_try_advisory_xact_lock(cls int4, key int4) RETURNS bool
+		LANGUAGE plpgsql AS $$
+		BEGIN
+			IF key = pg_catalog.hashtext(%s) THEN
+				PERFORM pg_catalog.pg_advisory_xact_lock_shared(%d, 1);
+			END IF;
+			RETURN pg_catalog.pg_try_advisory_xact_lock(cls, key);
+		END $$`, "'"+raced+"'", hook)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = db.Schema + ", pg_catalog"
+	hooked, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hooked.Close()
+
+	gate, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Release()
+	if _, err := gate.Exec(ctx, "SELECT pg_advisory_lock($1, 1)", hook); err != nil {
+		t.Fatal(err)
+	}
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			if _, err := gate.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1, 1)", hook); err != nil {
+				t.Errorf("unlock the gate: %v", err)
+			}
+		}
+	}
+	defer unlock()
+
+	// In seq order: the other key first (relay 1 locks it before it reaches the
+	// raced key), then the raced key's two events.
+	enqueue(t, db.Pool, ob, ev(other, 0))
+	enqueue(t, db.Pool, ob, ev(raced, 0), ev(raced, 1))
+
+	rec1 := newRecorder()
+	r1, err := ob.NewRelay(hooked, rec1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRelays(t, r1)
+	gatePID := gate.Conn().PgConn().PID()
+	waitFor(t, "relay 1's locking scan to wait at the raced key", 20*time.Second, func() bool {
+		return count(t, db.Pool, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, gatePID) > 0
+	})
+
+	// Relay 2 claims the raced key (relay 1 holds the other), fails it and parks
+	// its head; the follower is not an attempt of its own.
+	rec2 := newRecorder()
+	rec2.fail = func(m outbox.Message) error {
+		if k, n := parse(m); k == raced && n > 0 {
+			return outbox.ErrSkipped
+		}
+		return errors.New("broker refuses it")
+	}
+	r2, err := ob.NewRelay(db.Pool, rec2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := runRelays(t, r2)
+	waitFor(t, "relay 2 to park the raced key", 20*time.Second, func() bool {
+		return count(t, db.Pool, `SELECT count(*) FROM ob_parked WHERE aggregateid = $1`, raced) == 1
+	})
+	stop2()
+	if s := r2.Stats(); s.Parked != 1 || s.Published != 0 {
+		t.Fatalf("relay 2: %+v, want 1 parked, 0 published", s)
+	}
+
+	unlock()
+	waitFor(t, "relay 1 to publish the other key", 20*time.Second, func() bool { return r1.Stats().Published >= 1 })
+	if n := rec1.published(raced); n != -1 {
+		t.Fatalf("relay 1 published event %d of a key parked before its claim: it must wait for an operator", n)
+	}
+	rec1.check(t)
+	if n := count(t, db.Pool, `SELECT count(*) FROM ob WHERE aggregateid = $1 AND published_at IS NULL`, raced); n != 1 {
+		t.Fatalf("%d events of the parked key pending, want its follower", n)
+	}
+}
