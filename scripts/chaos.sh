@@ -7,7 +7,8 @@
 # listed. The rows are kept in $COORD_RELIABILITY_REPORT (default: a temp file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/services.sh
+services_env=$(scripts/services.sh) # its exports: where each server is
+eval "$services_env"
 report="${COORD_RELIABILITY_REPORT:-$(mktemp --suffix=.jsonl)}"
 : > "$report"
 candidate=$(mktemp --suffix=.md)

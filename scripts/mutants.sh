@@ -28,7 +28,8 @@ GREMLINS="github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0"
 tools="${COORD_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/coordkit-tools}"
 mkdir -p "$tools"
 [ -x "$tools/gremlins" ] || (cd "$tools" && GOBIN="$tools" GOFLAGS= go install "$GREMLINS")
-scripts/services.sh
+services_env=$(scripts/services.sh) # its exports: where each server is
+eval "$services_env"
 
 # key; package; files gremlins mutates (basenames, a regexp); tests left out (the
 # slow fault scenarios of the default run, a -skip regexp: the score does not
