@@ -61,6 +61,16 @@ const (
 	MetricQuotaRejected = "coord.quota.rejected" // counter, attrs tenant+quota
 )
 
+// Metric names of membership.
+const (
+	MetricMemberRegistered = "coord.membership.registered"    // gauge 0/1 per instance, attrs tenant+service+instance
+	MetricMemberLosses     = "coord.membership.losses"        // counter: registrations lost, attrs tenant+service+reason
+	MetricMemberRecoveryMs = "coord.membership.reregister_ms" // histogram: loss noticed → registered again
+	MetricMemberCount      = "coord.membership.members"       // gauge: members in a watcher's view, attrs tenant+service
+	MetricMemberResumes    = "coord.membership.watch_resumes" // counter: watches resumed from the last revision
+	MetricMemberRelists    = "coord.membership.relists"       // counter: re-lists after compaction
+)
+
 // Attribute keys used on metrics and spans.
 const (
 	AttrLease    = "coord.lease"
@@ -74,4 +84,10 @@ const (
 	AttrStep     = "saga.step"
 	AttrLockWhy  = "efficiencylock.reason"
 	AttrOutcome  = "coord.outcome"
+)
+
+// Attribute keys of membership.
+const (
+	AttrService  = "membership.service"
+	AttrInstance = "membership.instance"
 )
