@@ -18,6 +18,8 @@ import (
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/idempotency/grpcidem"
 	"github.com/coordkit/coordkit/idempotency/httpidem"
+	"github.com/coordkit/coordkit/membership"
+	"github.com/coordkit/coordkit/membership/grpcresolver"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/outbox/natsjs"
 	"github.com/coordkit/coordkit/saga"
@@ -145,6 +147,13 @@ var exportedErrors = []exportedError{
 	{"*saga.AlreadyStartedError", &saga.AlreadyStartedError{}, false},
 	{"*saga.StateError", &saga.StateError{}, false},
 	{"*saga.ConfigError", &saga.ConfigError{Field: "Table"}, false},
+
+	{"membership.ErrInvalidConfig", membership.ErrInvalidConfig, false},
+	{"membership.ErrNotRegistered", membership.ErrNotRegistered, false}, // the metadata is kept for the re-registration
+	{"membership.ErrClosed", membership.ErrClosed, false},
+	{"*membership.ConfigError", &membership.ConfigError{Field: "TTL"}, false},
+	{"grpcresolver.ErrInvalidConfig", grpcresolver.ErrInvalidConfig, false},
+	{"*grpcresolver.ConfigError", &grpcresolver.ConfigError{Field: "target"}, false},
 
 	{"fencetest.ErrInvalidConfig", fencetest.ErrInvalidConfig, false},
 	{"*fencetest.ConfigError", &fencetest.ConfigError{Field: "Endpoints"}, false},

@@ -14,7 +14,7 @@ var (
 
 	// ErrNotRegistered is returned (wrapped) by Update when the instance's key is
 	// not in etcd at that moment (lost and being re-registered). The new metadata
-	// is kept: the re-registration writes it.
+	// is kept: the re-registration writes it, so there is nothing to retry.
 	ErrNotRegistered = errors.New("membership: not registered")
 
 	// ErrClosed is returned (wrapped) by calls on a Registration after Deregister,

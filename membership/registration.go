@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 // LossKeyOverwritten: someone else put the instance's key (an operator, or a
@@ -181,7 +182,7 @@ func (s *Session) register(ctx context.Context, inst instance) (_ *Registration,
 		if g != nil && !s.private && !errors.Is(err, coord.ErrQuotaExceeded) {
 			r.deleteUnknown(ctx, g) // the put may have been applied
 		}
-		return nil, fmt.Errorf("membership: register %s: %w", inst.key, err)
+		return nil, fmt.Errorf("membership: register %s: %w", inst.key, etcderr.Classify(err))
 	}
 	span.SetAttributes(attribute.Int64("etcd.lease_id", int64(g.id)), attribute.Int64("etcd.create_revision", r.createRev))
 	go r.run()
@@ -349,7 +350,7 @@ func (r *Registration) Deregister(ctx context.Context) (err error) {
 			Then(clientv3.OpDelete(r.inst.key)).Commit()
 	}
 	if err != nil {
-		return fmt.Errorf("membership: deregister %s: %w", r.inst.key, err)
+		return fmt.Errorf("membership: deregister %s: %w", r.inst.key, etcderr.Classify(err))
 	}
 	r.mu.Lock()
 	r.deregistered = true
@@ -683,7 +684,7 @@ func (r *Registration) update(g *grant, req *updateReq) (coord.LossReason, error
 		if isLeaseGone(err) {
 			r.s.reportLost(g.id)
 		}
-		req.reply <- fmt.Errorf("membership: update %s: %w", r.inst.key, err)
+		req.reply <- fmt.Errorf("membership: update %s: %w", r.inst.key, etcderr.Classify(err))
 		return "", nil
 	}
 	r.store(req)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/coord/quotakv"
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 // Session owns one etcd lease and its keepalive loop, shared by every
@@ -77,7 +78,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg SessionConfig) (*
 	sent := cfg.Clock.Now()
 	id, err := s.grantLease(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("membership: grant lease: %w", err)
+		return nil, fmt.Errorf("membership: grant lease: %w", etcderr.Classify(err))
 	}
 	s.cur, s.confirmed = &grant{id: id, lost: make(chan struct{})}, true
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
@@ -136,7 +137,7 @@ func (s *Session) Close(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	if _, err := s.cli.Revoke(rctx, g.id); err != nil && !isLeaseGone(err) {
-		return fmt.Errorf("membership: revoke lease %x: %w", int64(g.id), err)
+		return fmt.Errorf("membership: revoke lease %x: %w", int64(g.id), etcderr.Classify(err))
 	}
 	return nil
 }

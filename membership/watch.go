@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 // Defaults of WatchConfig.
@@ -382,7 +383,7 @@ func (w *Watcher) watch() (delivered, compacted bool, err error) {
 				}
 				if err := wr.Err(); err != nil {
 					w.publish(changed)
-					return delivered, false, err
+					return delivered, false, fmt.Errorf("membership: watch %s: %w", w.prefix, etcderr.Classify(err))
 				}
 				if !wr.Created {
 					delivered = true
@@ -443,7 +444,7 @@ func (w *Watcher) list(ctx context.Context) error {
 	defer cancel()
 	resp, err := w.cli.Get(ctx, w.prefix, clientv3.WithPrefix())
 	if err != nil {
-		return fmt.Errorf("membership: list %s: %w", w.prefix, err)
+		return fmt.Errorf("membership: list %s: %w", w.prefix, etcderr.Classify(err))
 	}
 	if resp.Header.Revision < w.rev {
 		return nil // cannot happen with a linearizable read; keep the newer view
@@ -537,7 +538,7 @@ func (w *Watcher) probe() error {
 	resp, err := w.cli.Get(ctx, w.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
 	if err != nil {
-		return fmt.Errorf("membership: probe %s: %w", w.prefix, err)
+		return fmt.Errorf("membership: probe %s: %w", w.prefix, etcderr.Classify(err))
 	}
 	var maxMod int64
 	if len(resp.Kvs) > 0 {
