@@ -112,13 +112,26 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 
 	regs := make([]*membership.Registration, n)
 	ms := make([]*metrics, n)
+	clis := make([]*clientv3.Client, n)
+	logs := make([]*logBuffer, n)
 	for i := range regs {
 		ms[i] = newMetrics(t)
-		regs[i] = register(t, coordtest.NewEtcdClient(t, eps...), membership.Config{
+		clis[i] = coordtest.NewEtcdClient(t, eps...)
+		logs[i] = &logBuffer{}
+		regs[i] = register(t, clis[i], membership.Config{
 			Tenant: tenant, Service: "api", Instance: fmt.Sprintf("i%03d", i), Addr: fmt.Sprintf("10.0.%d.%d:80", i/250, i%250),
-			SessionConfig: membership.SessionConfig{TTL: ttl, Logger: quiet, MeterProvider: ms[i]},
+			SessionConfig: membership.SessionConfig{TTL: ttl, Logger: logs[i].logger(), MeterProvider: ms[i]},
 		})
 	}
+	defer func() {
+		if t.Failed() {
+			for i, r := range regs {
+				if !r.Registered() {
+					t.Logf("%s (connection %v) log:\n%s", r.Key(), clis[i].ActiveConnection().GetState(), logs[i].String())
+				}
+			}
+		}
+	}()
 	watchers := make([]*membership.Watcher, 3)
 	for i := range watchers {
 		watchers[i] = watch(t, coordtest.NewEtcdClient(t, eps...), tenant, "api", &membership.WatchConfig{Logger: quiet})

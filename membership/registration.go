@@ -551,13 +551,11 @@ func (r *Registration) hold(g *grant) bool {
 		wch = nil
 		r.s.cfg.Logger.Debug("membership: own-key watch interrupted; resuming", "key", r.inst.key, "from", from, "err", err)
 		reconnect(r.s.cli)
-		d := r.s.cfg.Backoff.Delay(failures)
-		failures++
-		if retry == nil {
-			retry = clk.NewTimer(d)
-		} else {
-			rearm(retry, d)
+		if retry != nil {
+			retry.Stop()
 		}
+		retry = clk.NewTimer(r.s.cfg.Backoff.Delay(failures))
+		failures++
 	}
 	open := func() {
 		var ctx context.Context

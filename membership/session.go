@@ -13,7 +13,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/coord/quotakv"
 	"github.com/coordkit/coordkit/internal/etcderr"
 )
@@ -146,45 +145,53 @@ func (s *Session) Close(ctx context.Context) error {
 // the send time of the last success), retries failures with full jitter below
 // TTL/6, marks the session unconfirmed when no keepalive sent in the last TTL
 // has succeeded (the lease may have expired: Registered turns false), and grants
-// a new lease when etcd says the current one is gone.
+// a new lease when etcd says the current one is gone. It waits on one fresh
+// timer per step, for the earlier of the next keepalive and the TTL deadline.
 func (s *Session) run(lastOK time.Time) {
 	defer s.wg.Done()
 	clk := s.cfg.Clock
-	tick := clk.NewTimer(lastOK.Add(s.cfg.TTL / 3).Sub(clk.Now()))
-	defer tick.Stop()
-	expire := clk.NewTimer(lastOK.Add(s.cfg.TTL).Sub(clk.Now()))
-	defer expire.Stop()
 	retry := s.cfg.keepaliveBackoff()
+	next := lastOK.Add(s.cfg.TTL / 3) // when the next keepalive is due
 	failures := 0
 	for {
+		expireAt := lastOK.Add(s.cfg.TTL)
+		wait := next.Sub(clk.Now())
+		if s.isConfirmed() {
+			wait = min(wait, expireAt.Sub(clk.Now()))
+		}
+		t := clk.NewTimer(wait)
 		var cause error
 		select {
 		case <-s.stopCtx.Done():
+			t.Stop()
 			return
-		case <-expire.C():
-			s.setConfirmed(false)
-			s.cfg.Logger.Warn("membership: no keepalive succeeded for a TTL; registrations unconfirmed",
-				"lease_id", leaseHex(s.Lease()), "ttl", s.cfg.TTL)
-			continue
 		case <-s.wake:
-			if cause = s.takeSuspect(); cause == nil {
+			t.Stop()
+			cause = s.takeSuspect()
+		case <-t.C():
+		}
+		if cause == nil {
+			now := clk.Now()
+			if s.isConfirmed() && !now.Before(expireAt) {
+				s.setConfirmed(false)
+				s.cfg.Logger.Warn("membership: no keepalive succeeded for a TTL; registrations unconfirmed",
+					"lease_id", leaseHex(s.Lease()), "ttl", s.cfg.TTL)
+			}
+			if now.Before(next) {
 				continue
 			}
-		case <-tick.C():
-			sent := clk.Now()
+			sent := now
 			err := s.keepAlive()
 			switch {
 			case err == nil:
-				failures = 0
-				lastOK = sent
+				failures, lastOK = 0, sent
+				next = sent.Add(s.cfg.TTL / 3)
 				s.setConfirmed(true)
-				rearm(tick, sent.Add(s.cfg.TTL/3).Sub(clk.Now()))
-				rearm(expire, sent.Add(s.cfg.TTL).Sub(clk.Now()))
 				continue
 			case !isLeaseGone(err):
 				s.cfg.Logger.Warn("membership: keepalive failed", "lease_id", leaseHex(s.Lease()), "attempt", failures, "err", err)
 				reconnect(s.cli)
-				rearm(tick, retry.Delay(failures))
+				next = clk.Now().Add(retry.Delay(failures))
 				failures++
 				continue
 			}
@@ -195,8 +202,7 @@ func (s *Session) run(lastOK time.Time) {
 			return
 		}
 		failures, lastOK = 0, sent
-		rearm(tick, lastOK.Add(s.cfg.TTL/3).Sub(clk.Now()))
-		rearm(expire, lastOK.Add(s.cfg.TTL).Sub(clk.Now()))
+		next = lastOK.Add(s.cfg.TTL / 3)
 	}
 }
 
@@ -374,15 +380,3 @@ func reconnect(cli *clientv3.Client) {
 }
 
 func leaseHex(id clientv3.LeaseID) string { return strconv.FormatInt(int64(id), 16) }
-
-// rearm resets t to fire after d, discarding a fire time it delivered but no one
-// received (a fake clock's timers keep one).
-func rearm(t coord.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C():
-		default:
-		}
-	}
-	t.Reset(d)
-}

@@ -353,7 +353,7 @@ func (w *Watcher) watch() (delivered, compacted bool, err error) {
 	clk := w.cfg.Clock
 	opened := clk.Now()
 	check := clk.NewTimer(w.cfg.ProbeInterval)
-	defer check.Stop()
+	defer func() { check.Stop() }()
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -362,7 +362,7 @@ func (w *Watcher) watch() (delivered, compacted bool, err error) {
 			if w.Staleness() > w.cfg.ResetAfter && clk.Now().Sub(opened) > w.cfg.ResetAfter {
 				return delivered, false, errWatchHung
 			}
-			check.Reset(w.cfg.ProbeInterval)
+			check = clk.NewTimer(w.cfg.ProbeInterval)
 		case reply := <-w.refresh:
 			reply <- w.list(w.ctx)
 		case wr, ok := <-wch:
@@ -500,16 +500,16 @@ func (w *Watcher) publish(changed bool) {
 func (w *Watcher) probeLoop() {
 	defer w.wg.Done()
 	retry := coord.Backoff{Base: min(w.cfg.Backoff.Base, w.cfg.ProbeInterval), Cap: min(w.cfg.Backoff.Cap, w.cfg.ProbeInterval)}
-	t := w.cfg.Clock.NewTimer(w.cfg.ProbeInterval)
-	defer t.Stop()
-	failures := 0
+	d, failures := w.cfg.ProbeInterval, 0
 	for {
+		t := w.cfg.Clock.NewTimer(d)
 		select {
 		case <-w.ctx.Done():
+			t.Stop()
 			return
 		case <-t.C():
 		}
-		d := w.cfg.ProbeInterval
+		d = w.cfg.ProbeInterval
 		if err := w.probe(); err != nil {
 			if w.ctx.Err() != nil {
 				return
@@ -521,7 +521,6 @@ func (w *Watcher) probeLoop() {
 		} else {
 			failures = 0
 		}
-		t.Reset(d)
 	}
 }
 
