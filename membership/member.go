@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
@@ -75,6 +76,19 @@ func encodeValue(addr string, md map[string]string) (string, error) {
 		return "", &ConfigError{Field: "Metadata", Reason: err.Error()}
 	}
 	return string(b), nil
+}
+
+// decodeKV decodes one key under a service's prefix. ok is false for a key that
+// is not a member record (a deeper path, or a value that does not decode); its
+// Member then carries only the Instance (the key's rest after prefix).
+func decodeKV(prefix string, kv *mvccpb.KeyValue) (m Member, ok bool) {
+	inst := strings.TrimPrefix(string(kv.Key), prefix)
+	if !strings.Contains(inst, "/") {
+		if m, ok := decodeMember(inst, kv.Value, kv.Lease, kv.CreateRevision, kv.ModRevision); ok {
+			return m, true
+		}
+	}
+	return Member{Instance: inst}, false
 }
 
 // decodeMember builds a Member from a key's value, or reports false for a value

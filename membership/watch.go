@@ -425,14 +425,12 @@ func (w *Watcher) apply(ev *clientv3.Event) bool {
 
 // add records one key of the prefix in set, or as malformed.
 func (w *Watcher) add(set *memberSet, kv *mvccpb.KeyValue) {
-	inst := strings.TrimPrefix(string(kv.Key), w.prefix)
-	if !strings.Contains(inst, "/") {
-		if m, ok := decodeMember(inst, kv.Value, kv.Lease, kv.CreateRevision, kv.ModRevision); ok {
-			set.put(m)
-			return
-		}
+	m, ok := decodeKV(w.prefix, kv)
+	if ok {
+		set.put(m)
+		return
 	}
-	set.remove(inst) // a member's key rewritten with a value that does not decode
+	set.remove(m.Instance) // a member's key rewritten with a value that does not decode
 	w.malformed[string(kv.Key)] = kv.ModRevision
 }
 
