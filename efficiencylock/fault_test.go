@@ -204,7 +204,7 @@ func (tr *trial) run(rounds int, fault func(round int)) {
 	}
 	time.Sleep(faultTTL)
 	cancel()
-	wg.Wait()
+	coordtest.Wait(tr.t, &wg, 60*time.Second, "the workers, after cancel")
 	tr.mu.Lock()
 	for _, g := range tr.guards {
 		g.stop()

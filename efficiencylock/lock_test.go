@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/efficiencylock"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func TestAcquireReleaseKeyLayout(t *testing.T) {
@@ -355,7 +356,7 @@ func TestMutualExclusionWithoutFaults(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the workers taking turns on the lock")
 	if maxInside.Load() != 1 || runs.Load() != 80 {
 		t.Fatalf("max holders %d over %d runs, want 1 over 80", maxInside.Load(), runs.Load())
 	}
@@ -390,7 +391,7 @@ func TestGuardConcurrentUse(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the goroutines sharing one guard")
 	if err := lk.Release(ctx); err == nil {
 		releasedOK.Add(1)
 	} else {

@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 	"testing"
@@ -78,7 +79,9 @@ func TestAmbiguousCommitRetryIsExactlyOnce(t *testing.T) {
 			}()
 			return resp, err
 		}, nil)
-		<-cut
+		// Do returning before its effect ran (the pool broken by an earlier cut)
+		// never starts the cutter: fail saying so instead of waiting forever.
+		coordtest.Recv(t, cut, 30*time.Second, fmt.Sprintf("trial %d: the cut during COMMIT (Do returned %v; did the effect run?)", i, err))
 		proxy.Heal()
 		if proxy.Stats().Cut == cutsBefore {
 			t.Fatalf("trial %d: the proxy cut nothing", i)

@@ -358,14 +358,14 @@ func TestStoresNamingTheSchemaOrNotShareTheKeyLock(t *testing.T) {
 		}, nil)
 		firstDone <- err
 	}()
-	<-started
+	coordtest.Recv(t, started, 30*time.Second, "the first request running its effect")
 	ran := false
 	res, err := named.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
 		ran = true
 		close(dupRan)
 		return effect(key, "duplicate")(ctx, tx)
 	}, &idempotency.DoOpts{AssumeNew: true})
-	if ferr := <-firstDone; ferr != nil {
+	if ferr := coordtest.Recv(t, firstDone, 30*time.Second, "the first request's answer"); ferr != nil {
 		t.Fatalf("first request: %v", ferr)
 	}
 	if ran {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -57,7 +58,7 @@ func TestStoreConcurrentDoAndDoTx(t *testing.T) {
 			}()
 		}
 		close(gate)
-		wg.Wait()
+		coordtest.Wait(t, &wg, 60*time.Second, fmt.Sprintf("round %d: the concurrent Do and DoTx", round))
 		var body []byte
 		for _, o := range outs {
 			if o.err == nil && !o.res.Replayed {

@@ -94,7 +94,7 @@ func TestManyRegistrationsOneTenant(t *testing.T) {
 			}
 		}()
 	}
-	rwg.Wait()
+	coordtest.Wait(t, &rwg, 120*time.Second, "the registrations")
 	if t.Failed() {
 		t.FailNow()
 	}

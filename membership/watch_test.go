@@ -93,11 +93,16 @@ func TestWatchDeliversWholeViews(t *testing.T) {
 		t.Fatalf("Refresh: %+v %v", rv, err)
 	}
 	w.Close()
-	if _, ok := <-w.Updates(); ok {
-		// a view may be pending; the channel must close after it
-		if _, ok := <-w.Updates(); ok {
-			t.Fatal("Updates not closed after Close")
+	closed := make(chan bool, 1)
+	go func() {
+		_, ok := <-w.Updates()
+		if ok { // a view may be pending; the channel must close after it
+			_, ok = <-w.Updates()
 		}
+		closed <- !ok
+	}()
+	if !coordtest.Recv(t, closed, 10*time.Second, "Updates closed after Close") {
+		t.Fatal("Updates not closed after Close")
 	}
 	if w.Healthy() || w.Err() == nil {
 		t.Fatalf("after Close: healthy %v err %v", w.Healthy(), w.Err())

@@ -63,7 +63,7 @@ func TestInboxProcessesOnceAndRollsBackTogether(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the 10 concurrent ProcessTx")
 	if ran.Load() != 1 || count(t, db.Pool, `SELECT count(*) FROM effects`) != 1 {
 		t.Fatalf("ran %d times", ran.Load())
 	}

@@ -120,7 +120,7 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 					}
 				}()
 			}
-			wg.Wait()
+			coordtest.Wait(t, &wg, 120*time.Second, "the producers")
 			waitFor(t, "all published", 90*time.Second, func() bool {
 				for k := range keys {
 					if rec.published(fmt.Sprintf("k%02d", k)) != next[k]-1 {

@@ -86,7 +86,7 @@ func TestRelaySurvivesPostgresCrashRestart(t *testing.T) {
 	}
 	time.Sleep(700 * time.Millisecond)
 	stopProducer()
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the producer, after stopProducer")
 	waitFor(t, "every committed event published", 60*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()

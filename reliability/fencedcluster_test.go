@@ -402,7 +402,7 @@ func runFencedCluster(t *testing.T, counter *fencedCounter, run clusterRun) *clu
 		}
 	}
 	cancel()
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the clients and zombie writers, after cancel")
 
 	// Resolve ambiguous outcomes through the idempotency keys.
 	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)

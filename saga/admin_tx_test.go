@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // TestAdminTxLockAndSummary: LockTx holds the row so that an admin call from
@@ -54,7 +56,7 @@ func TestAdminTxLockAndSummary(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-cancelled; !errors.Is(err, ErrWrongState) {
+	if err := coordtest.Recv(t, cancelled, 30*time.Second, "the raced Cancel's answer after the LockTx transaction committed"); !errors.Is(err, ErrWrongState) {
 		t.Fatalf("the raced Cancel = %v, want ErrWrongState (the saga already compensated)", err)
 	}
 	after, err := c.Get(ctx, a)

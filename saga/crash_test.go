@@ -226,7 +226,7 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 					}
 				}()
 			}
-			wg.Wait()
+			coordtest.Wait(t, &wg, 60*time.Second, "the runners started to be killed at a boundary (each waits 5 s for its CRASH line)")
 		}
 	}
 	for _, pt := range points {

@@ -359,7 +359,7 @@ func runClusterScenario(t *testing.T, memberFaults, unfenced bool) *clusterOutco
 		progress(fmt.Sprintf("holder c%d partitioned, turned zombie", h), time.Second, 50)
 	}
 	stopWork()
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the writers, after stopWork")
 
 	if memberFaults {
 		fs, ls := cluster.Members[follower].Stats(), cluster.Members[leader].Stats()

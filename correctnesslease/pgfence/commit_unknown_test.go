@@ -67,7 +67,7 @@ func TestExecCommitUnknown(t *testing.T) {
 			}()
 			return nil
 		})
-		<-cut
+		coordtest.Recv(t, cut, 30*time.Second, fmt.Sprintf("trial %d: the cut during COMMIT (Exec returned %v; did fn run?)", i, err))
 		proxy.Heal()
 		if proxy.Stats().Cut == cutsBefore {
 			t.Fatalf("trial %d: the proxy cut nothing", i)

@@ -147,7 +147,7 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 				mu.Unlock()
 			})
 		}
-		wg.Wait()
+		coordtest.Wait(t, &wg, 60*time.Second, "the successors writing while the holder is frozen in its transactions")
 		close(errs)
 		for err := range errs {
 			dumpActivity(t, db)

@@ -206,7 +206,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 				}
 			})
 		}
-		wg.Wait()
+		coordtest.Wait(t, &wg, 60*time.Second, "the rivals acquiring and writing while the holder is stopped")
 		close(errs)
 		for err := range errs {
 			dumpActivity(t, db)

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 const forgedMax = "9223372036854775807"
@@ -121,7 +123,7 @@ func TestResetFenceNeverClobbersARace(t *testing.T) {
 	if err := holder.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.As(err, &ce) || ce.Expected != 7 || ce.Actual != 8 {
+	if err := coordtest.Recv(t, done, 30*time.Second, "the reset's answer after the holder committed"); !errors.As(err, &ce) || ce.Expected != 7 || ce.Actual != 8 {
 		t.Fatalf("reset racing a holder's write = %v, want *ResetConflictError{7, 8}", err)
 	}
 	if h, _ := f.Highest(ctx, db.Pool, lease); h != 8 {

@@ -209,7 +209,7 @@ func TestInterceptorConcurrentSameKey(t *testing.T) {
 		}()
 	}
 	close(gate)
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the concurrent calls with one key")
 	ok, aborted := 0, 0
 	for i := range n {
 		switch status.Code(errs[i]) {

@@ -240,7 +240,7 @@ func TestHTTPConcurrentSameKey(t *testing.T) {
 			}()
 		}
 		close(gate)
-		wg.Wait()
+		coordtest.Wait(t, &wg, 60*time.Second, fmt.Sprintf("round %d: the concurrent requests", round))
 		var winner *reply
 		for i := range replies {
 			r := &replies[i]

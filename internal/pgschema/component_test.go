@@ -75,7 +75,7 @@ func migrateAll(ctx context.Context, t *testing.T, url string, c pgschema.Compon
 		})
 	}
 	close(start)
-	wg.Wait()
+	coordtest.Wait(t, &wg, 60*time.Second, "the concurrent migrations")
 	return errs
 }
 
