@@ -16,6 +16,7 @@ const (
 	KindLocks     Kind = "locks"     // efficiency locks
 	KindMembers   Kind = "members"   // group membership
 	KindConfig    Kind = "config"    // fail-static configuration
+	KindOwnership Kind = "ownership" // partition ownership groups (their assignment target)
 )
 
 // Limits on names, in bytes.
@@ -41,9 +42,9 @@ func Prefix(tenant string, kind Kind) (string, error) {
 		return "", err
 	}
 	switch kind {
-	case KindElections, KindLocks, KindMembers, KindConfig:
+	case KindElections, KindLocks, KindMembers, KindConfig, KindOwnership:
 	default:
-		return "", &NameError{Field: "kind", Value: truncate(string(kind)), Reason: "not one of elections, locks, members, config"}
+		return "", &NameError{Field: "kind", Value: truncate(string(kind)), Reason: "not one of elections, locks, members, config, ownership"}
 	}
 	return tp + string(kind) + "/", nil
 }

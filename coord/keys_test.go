@@ -14,6 +14,9 @@ func TestKey(t *testing.T) {
 	if p, _ := Prefix("acme", KindConfig); p != "/tenants/acme/config/" {
 		t.Fatalf("Prefix = %q", p)
 	}
+	if p, _ := Prefix("acme", KindOwnership); p != "/tenants/acme/ownership/" {
+		t.Fatalf("Prefix(KindOwnership) = %q", p)
+	}
 	if tn, ok := TenantOf(got); !ok || tn != "acme" {
 		t.Fatalf("TenantOf = %q %v", tn, ok)
 	}

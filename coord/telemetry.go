@@ -71,6 +71,16 @@ const (
 	MetricMemberRelists    = "coord.membership.relists"       // counter: re-lists after compaction
 )
 
+// Metric names of ownership. Every one carries the tenant and group attributes;
+// the per-member ones also AttrOwnershipMember.
+const (
+	MetricOwnershipOwned    = "coord.ownership.owned"         // gauge: partitions this member holds, attr member
+	MetricOwnershipUnowned  = "coord.ownership.unowned"       // gauge: partitions the target gives this member that it does not hold yet (sum over members = unowned partitions of the group)
+	MetricOwnershipMoves    = "coord.ownership.moves"         // counter: partitions this member gave up, attr reason (rebalance, leave, session_lost, key_lost, closed)
+	MetricOwnershipHandoff  = "coord.ownership.handoff_ms"    // histogram: partition assigned to this member → held by it (planned handoff and takeover alike)
+	MetricOwnershipRetarget = "coord.ownership.target_writes" // counter: assignment targets written by this member (0 in steady state)
+)
+
 // Attribute keys used on metrics and spans.
 const (
 	AttrLease    = "coord.lease"
@@ -84,6 +94,12 @@ const (
 	AttrStep     = "saga.step"
 	AttrLockWhy  = "efficiencylock.reason"
 	AttrOutcome  = "coord.outcome"
+)
+
+// Attribute keys of ownership.
+const (
+	AttrOwnershipGroup  = "ownership.group"
+	AttrOwnershipMember = "ownership.member"
 )
 
 // Attribute keys of membership.

@@ -67,6 +67,23 @@ func (l *Lease) Err() error {
 	return l.lost
 }
 
+// Valid reports whether the holder may still act as the holder right now, for
+// lease-gated reads: the lease has not lost its authority AND, on the session's
+// monotonic clock, less than 2/3 TTL has passed since the send time of the last
+// confirmed renewal. The second check catches a process that was paused past its
+// step-down deadline before the renewal loop has run again to notice. It does not
+// block (no RPC). Once false it stays false.
+func (l *Lease) Valid() bool {
+	if l.Err() != nil {
+		return false
+	}
+	if l.s.pastDeadline() {
+		l.s.stepDown()
+		return false
+	}
+	return true
+}
+
 // Release gives up the lease: the Context is cancelled (LossReleased) first, then
 // the key is deleted if and only if its create revision is still this lease's
 // token, so a retried or late Release never deletes a newer holder's key (etcd

@@ -135,6 +135,9 @@ func (s *Session) start(granted time.Time) {
 // LeaseID returns the etcd lease of the session. It does not block.
 func (s *Session) LeaseID() clientv3.LeaseID { return s.id }
 
+// Tenant returns the tenant the session's keys live under. It does not block.
+func (s *Session) Tenant() string { return s.cfg.Tenant }
+
 // TTL returns the session's configured TTL. It does not block.
 func (s *Session) TTL() time.Duration { return s.cfg.TTL }
 

@@ -168,6 +168,21 @@ func (c SessionConfig) keepaliveBackoff() coord.Backoff {
 // isZero reports whether no field of c is set (Session.Register requires it).
 func (c SessionConfig) isZero() bool { return reflect.ValueOf(c).IsZero() }
 
+// Record validates the naming and payload fields of c and returns the key
+// (/tenants/{Tenant}/members/{Service}/{Instance}) and the value that Register
+// would put, for a caller that attaches the key to a lease it keeps alive itself
+// (package ownership puts it on its correctnesslease session, so a member has one
+// keepalive for its member key and its partition keys). A Watcher of the service
+// sees such a key as a member like any other; nothing re-puts it after a loss.
+// It does not block. Errors are *ConfigError (ErrInvalidConfig).
+func (c Config) Record() (key, value string, err error) {
+	in, err := c.validate()
+	if err != nil {
+		return "", "", err
+	}
+	return in.key, in.value, nil
+}
+
 // instance is a validated Config: the key and its encoded value.
 type instance struct {
 	tenant, service, name string

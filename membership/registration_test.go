@@ -200,3 +200,15 @@ func TestOwnKeyDeletedReregistered(t *testing.T) {
 	res.Notes = "first backoff round: full jitter in [0, 100 ms); every re-put succeeded on its first attempt (Registrations advanced by exactly 1)"
 	t.Logf("%d deletes, each re-registered on the first attempt; worst delete→re-registered %v", trials, worst)
 }
+
+// TestRecord: Record returns Register's key and value without I/O, and refuses
+// what Register refuses for its names and payload.
+func TestRecord(t *testing.T) {
+	key, value, err := membership.Config{Tenant: "acme", Service: "api", Instance: "i1", Metadata: map[string]string{"zone": "a"}}.Record()
+	if err != nil || key != "/tenants/acme/members/api/i1" || value != `{"metadata":{"zone":"a"}}` {
+		t.Fatalf("Record = %q %q %v", key, value, err)
+	}
+	if _, _, err := (membership.Config{Tenant: "acme", Service: "api", Instance: "a\x00b"}).Record(); !errors.Is(err, coord.ErrInvalidName) || !errors.Is(err, membership.ErrInvalidConfig) {
+		t.Fatalf("NUL instance: %v", err)
+	}
+}
