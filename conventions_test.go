@@ -102,6 +102,14 @@ func (p *pkg) library() bool {
 
 // ---- the rules ----
 
+// composes lists the composite packages, one layer above the features they are
+// made of (docs/architecture.md): ownership's members are correctnesslease
+// sessions and its partitions correctnesslease leases, its member keys are
+// membership records. Nothing imports a composite package.
+var composes = map[string][]string{
+	"ownership": {"correctnesslease", "membership"},
+}
+
 // checkImports holds the layering of docs/architecture.md: coord imports only the
 // standard library; internal/ imports only coord and internal/; a feature package
 // imports coord, internal/ and (from a subpackage) its own ancestors — never a
@@ -134,6 +142,7 @@ func checkImports(p *pkg) []string {
 			case top == "internal" && itop != "coord" && itop != "internal":
 				bad = append(bad, where+"internal/ imports only coord and internal/")
 			case itop == "coord" || itop == "internal":
+			case itop != top && slices.Contains(composes[top], itop):
 			case itop != top:
 				bad = append(bad, where+"a feature package never imports a sibling feature package (declare an interface)")
 			case !strings.HasPrefix(rel, irel+"/"):

@@ -22,6 +22,7 @@ import (
 	"github.com/coordkit/coordkit/membership/grpcresolver"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/outbox/natsjs"
+	"github.com/coordkit/coordkit/ownership"
 	"github.com/coordkit/coordkit/saga"
 	"github.com/coordkit/coordkit/testing/fencetest"
 )
@@ -154,6 +155,12 @@ var exportedErrors = []exportedError{
 	{"*membership.ConfigError", &membership.ConfigError{Field: "TTL"}, false},
 	{"grpcresolver.ErrInvalidConfig", grpcresolver.ErrInvalidConfig, false},
 	{"*grpcresolver.ConfigError", &grpcresolver.ConfigError{Field: "target"}, false},
+
+	{"ownership.ErrInvalidConfig", ownership.ErrInvalidConfig, false},
+	{"ownership.ErrClosed", ownership.ErrClosed, false},               // Join again on a new session
+	{"ownership.ErrAlreadyJoined", ownership.ErrAlreadyJoined, false}, // a session joins a group once
+	{"*ownership.ConfigError", &ownership.ConfigError{Field: "Partitions"}, false},
+	{"*ownership.RevokedError", &ownership.RevokedError{Reason: ownership.ReasonRebalance}, false}, // a context cause: the partition moved
 
 	{"fencetest.ErrInvalidConfig", fencetest.ErrInvalidConfig, false},
 	{"*fencetest.ConfigError", &fencetest.ConfigError{Field: "Endpoints"}, false},

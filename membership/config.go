@@ -183,6 +183,14 @@ func (c Config) Record() (key, value string, err error) {
 	return in.key, in.value, nil
 }
 
+// DecodeRecord is Record's inverse for a value: the address and metadata of a
+// member key's value, ok false for a value that is not a member record. It does
+// not block.
+func DecodeRecord(value []byte) (addr string, metadata map[string]string, ok bool) {
+	m, ok := decodeMember("", value, 0, 0, 0)
+	return m.Addr, m.Metadata, ok
+}
+
 // instance is a validated Config: the key and its encoded value.
 type instance struct {
 	tenant, service, name string

@@ -208,6 +208,12 @@ func TestRecord(t *testing.T) {
 	if err != nil || key != "/tenants/acme/members/api/i1" || value != `{"metadata":{"zone":"a"}}` {
 		t.Fatalf("Record = %q %q %v", key, value, err)
 	}
+	if addr, md, ok := membership.DecodeRecord([]byte(value)); !ok || addr != "" || md["zone"] != "a" {
+		t.Fatalf("DecodeRecord(%q) = %q %v %v", value, addr, md, ok)
+	}
+	if _, _, ok := membership.DecodeRecord([]byte("x")); ok {
+		t.Fatal("DecodeRecord accepted a non-record")
+	}
 	if _, _, err := (membership.Config{Tenant: "acme", Service: "api", Instance: "a\x00b"}).Record(); !errors.Is(err, coord.ErrInvalidName) || !errors.Is(err, membership.ErrInvalidConfig) {
 		t.Fatalf("NUL instance: %v", err)
 	}

@@ -1,0 +1,111 @@
+package ownership
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+)
+
+// TestAssignBoundAndStability is the property test of the assignment: over
+// random sequences of single joins and leaves (P and N random), every step
+//   - moves at most ⌈P/N⌉+1 partitions, N the larger member count of the two;
+//   - on a leave, moves only the leaver's partitions; on a join, moves only
+//     partitions to the joiner (never between two members that stay);
+//   - is balanced (loads within one of each other), owns every partition, and
+//     is idempotent (a settled group recomputes the same target: no write).
+//
+// It also records the largest move count relative to ⌈P/N⌉ (the figure in
+// docs/ownership.md).
+func TestAssignBoundAndStability(t *testing.T) {
+	seqs, steps := 300, 40
+	if os.Getenv("COORD_FULL") == "1" {
+		seqs, steps = 3000, 100
+	}
+	rng := rand.New(rand.NewPCG(22, 1))
+	worstExcess := -1 << 30 // max over steps of moves - ⌈P/N⌉
+	for s := 0; s < seqs; s++ {
+		p := 1 + rng.IntN(300)
+		if s%10 == 0 {
+			p = 1000
+		}
+		var members []string
+		next := 0
+		add := func() string {
+			next++
+			m := fmt.Sprintf("m%03d", rng.IntN(1000)*1000+next)
+			members = append(members, m)
+			slices.Sort(members)
+			return m
+		}
+		for range 1 + rng.IntN(5) {
+			add()
+		}
+		cur := assign(make([]string, p), members)
+		check(t, p, members, cur)
+		for range steps {
+			before := len(members)
+			var changed string
+			join := len(members) == 1 || (len(members) < 40 && rng.IntN(2) == 0)
+			if join {
+				changed = add()
+			} else {
+				i := rng.IntN(len(members))
+				changed = members[i]
+				members = slices.Delete(members, i, i+1)
+			}
+			nxt := assign(cur, members)
+			check(t, p, members, nxt)
+			n := max(before, len(members))
+			bound := (p+n-1)/n + 1
+			mv := moves(cur, nxt)
+			if mv > bound {
+				t.Fatalf("P=%d N %d→%d: %d moves > ⌈P/N⌉+1 = %d", p, before, len(members), mv, bound)
+			}
+			worstExcess = max(worstExcess, mv-(bound-1))
+			for i := range cur {
+				if cur[i] == nxt[i] {
+					continue
+				}
+				if join && nxt[i] != changed {
+					t.Fatalf("P=%d join of %s moved partition %d from %s to %s (a member that stays)", p, changed, i, cur[i], nxt[i])
+				}
+				if !join && cur[i] != changed {
+					t.Fatalf("P=%d leave of %s moved partition %d of %s (a member that stays)", p, changed, i, cur[i])
+				}
+			}
+			cur = nxt
+		}
+	}
+	t.Logf("largest moves - ⌈P/N⌉ over %d sequences of %d steps: %d", seqs, steps, worstExcess)
+}
+
+// check asserts that a target is complete, balanced and a fixed point.
+func check(t *testing.T, p int, members, target []string) {
+	t.Helper()
+	load := map[string]int{}
+	for i, o := range target {
+		if !slices.Contains(members, o) {
+			t.Fatalf("partition %d owned by %q, not a member", i, o)
+		}
+		load[o]++
+	}
+	lo, hi := p, 0
+	for _, m := range members {
+		lo, hi = min(lo, load[m]), max(hi, load[m])
+	}
+	if hi-lo > 1 {
+		t.Fatalf("P=%d N=%d unbalanced: loads %d..%d", p, len(members), lo, hi)
+	}
+	if again := assign(target, members); !slices.Equal(again, target) {
+		t.Fatalf("P=%d N=%d: assign is not idempotent (%d moves on recompute)", p, len(members), moves(target, again))
+	}
+}
+
+func TestAssignNoMembers(t *testing.T) {
+	got := assign([]string{"a", "b"}, nil)
+	if got[0] != "" || got[1] != "" {
+		t.Fatalf("assign with no members = %q", got)
+	}
+}

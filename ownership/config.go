@@ -1,0 +1,121 @@
+package ownership
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+// Bounds and defaults of Config.
+const (
+	// MaxPartitions bounds Config.Partitions.
+	MaxPartitions = 65536
+	// MaxGroupLen bounds Config.Group, in bytes, so that every partition's
+	// lease name (LeaseName) fits coord.MaxNameLen.
+	MaxGroupLen = coord.MaxNameLen - len(leasePrefix) - len(".65535")
+	// DefaultDrainTimeout: how long a revoked partition's owner may drain
+	// before its key is released anyway. It bounds a planned handoff's pause
+	// for a partition whose owner never calls Partition.Done.
+	DefaultDrainTimeout = 5 * time.Second
+)
+
+// Config of one ownership group. Tenant, Group and Partitions are required;
+// every other field has a default.
+type Config struct {
+	// Tenant owns the group's keys (coord.Key rules). The session given to Join
+	// must be of the same tenant.
+	Tenant string
+	// Group names the group: same rules as a lease name (coord.ValidateName),
+	// at most MaxGroupLen bytes.
+	Group string
+	// Partitions is P, fixed for the group's life: 1..MaxPartitions. Every
+	// member must agree; Join returns a *ConfigError (Field "Partitions") when
+	// the group's target in etcd has another count.
+	Partitions int
+	// DrainTimeout bounds a planned handoff: after a revoke, the partition's
+	// key is released at Partition.Done or after DrainTimeout, whichever comes
+	// first. Default DefaultDrainTimeout; must not be negative.
+	DrainTimeout time.Duration
+	// Logger receives acquisitions, revokes, losses and target writes. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// MeterProvider for the coord.ownership.* metrics. Default
+	// otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// TracerProvider for Join, Leave and Snapshot spans. Default
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+}
+
+func (c Config) withDefaults() Config {
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if err := checkNames(c.Tenant, c.Group); err != nil {
+		return err
+	}
+	switch {
+	case c.Partitions < 1 || c.Partitions > MaxPartitions:
+		return &ConfigError{Field: "Partitions", Reason: strconv.Itoa(c.Partitions) + " outside [1, " + strconv.Itoa(MaxPartitions) + "]"}
+	case c.DrainTimeout < 0:
+		return &ConfigError{Field: "DrainTimeout", Reason: "negative"}
+	}
+	return nil
+}
+
+// checkNames validates a tenant and a group name; errors are *ConfigError
+// unwrapping to the *coord.NameError.
+func checkNames(tenant, group string) error {
+	for _, f := range []struct {
+		field, v string
+		max      int
+	}{{"Tenant", tenant, coord.MaxTenantLen}, {"Group", group, MaxGroupLen}} {
+		if err := coord.ValidateName(f.field, f.v, f.max); err != nil {
+			ne := err.(*coord.NameError) // ValidateName returns nothing else
+			return &ConfigError{Field: f.field, Reason: strconv.Quote(ne.Value) + ": " + ne.Reason, Err: ne}
+		}
+	}
+	return nil
+}
+
+// Group is one ownership group as configured; Join makes this process a member.
+// It holds no goroutine and no etcd state of its own. Safe for concurrent use.
+type Group struct {
+	cli  *clientv3.Client
+	cfg  Config
+	keys keys
+}
+
+// New validates cfg and returns the Group. It does no I/O and does not block.
+// It returns a *ConfigError (ErrInvalidConfig; for an invalid name it unwraps to
+// the *coord.NameError).
+func New(cli *clientv3.Client, cfg Config) (*Group, error) {
+	if cli == nil {
+		return nil, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Group{cli: cli, cfg: cfg, keys: newKeys(cfg.Tenant, cfg.Group)}, nil
+}

@@ -1,0 +1,144 @@
+package ownership_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/ownership"
+)
+
+const testTTL = 3 * time.Second
+
+// testTenant returns a tenant name unique to the test.
+func testTenant(t testing.TB) string {
+	n := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
+	if len(n) > 40 {
+		n = n[len(n)-40:]
+	}
+	return "t-" + strings.Trim(n, "-")
+}
+
+// testLogger logs through t.Log at Info and above (shown on failure only).
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// newSession opens a correctnesslease session closed when the test ends.
+func newSession(t testing.TB, cli *clientv3.Client, tenant string) *correctnesslease.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: tenant, TTL: testTTL, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return s
+}
+
+// node is one member under test, with the log of its events.
+type node struct {
+	m  *ownership.Member
+	mu sync.Mutex
+	// log of events in order; revokedAt/acquiredAt by partition (last).
+	events     []ownership.Event
+	acquiredAt map[int]time.Time
+	revokedAt  map[int]time.Time // when the Revoked event was read (ctx already cancelled)
+	cancelled  map[int]bool      // the context was cancelled when Revoked arrived
+	done       chan struct{}
+}
+
+// join joins a member on a fresh session; its events are consumed (planned
+// revokes acknowledged with Done after drain) until the channel closes.
+func join(t testing.TB, g *ownership.Group, cli *clientv3.Client, tenant string, drain time.Duration) *node {
+	t.Helper()
+	s := newSession(t, cli, tenant)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := g.Join(ctx, s, map[string]string{"test": t.Name()})
+	if err != nil {
+		t.Fatalf("Join: %v", err)
+	}
+	n := &node{m: m, acquiredAt: map[int]time.Time{}, revokedAt: map[int]time.Time{}, cancelled: map[int]bool{}, done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		for ev := range m.Events() {
+			n.mu.Lock()
+			n.events = append(n.events, ev)
+			switch ev.Kind {
+			case ownership.Acquired:
+				n.acquiredAt[ev.Partition.ID()] = time.Now()
+			case ownership.Revoked:
+				n.revokedAt[ev.Partition.ID()] = time.Now()
+				n.cancelled[ev.Partition.ID()] = ev.Partition.Context().Err() != nil
+			}
+			n.mu.Unlock()
+			if ev.Kind == ownership.Revoked {
+				p := ev.Partition
+				time.AfterFunc(drain, p.Done)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = m.Close()
+		<-n.done
+	})
+	return n
+}
+
+// owned returns the IDs of the partitions m holds.
+func owned(m *ownership.Member) []int {
+	var ids []int
+	for _, p := range m.Owned() {
+		ids = append(ids, p.ID())
+	}
+	return ids
+}
+
+// waitOwned waits until the members hold the given number of partitions each
+// and together hold every partition of P exactly once.
+func waitOwned(t testing.TB, p int, d time.Duration, want map[*node]int) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		var all []int
+		ok := true
+		var got []string
+		for n, w := range want {
+			ids := owned(n.m)
+			got = append(got, fmt.Sprintf("%s:%d", n.m.ID(), len(ids)))
+			if len(ids) != w {
+				ok = false
+			}
+			all = append(all, ids...)
+		}
+		slices.Sort(all)
+		if ok && len(slices.Compact(all)) == p {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the members hold %v, want %v of %d partitions each once", d, got, want, p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

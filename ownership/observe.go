@@ -1,0 +1,204 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/membership"
+)
+
+// Map is a group's ownership at one etcd revision, as an outsider sees it. It
+// confers no authority.
+type Map struct {
+	Tenant, Group string
+	// Revision is the etcd revision the map was read at.
+	Revision int64
+	// Partitions is P from the group's target; 0 when no member has written one.
+	Partitions int
+	// Members are the registered members, sorted by ID.
+	Members []MemberInfo
+	// Owners has one entry per partition (len Partitions), by partition.
+	Owners []Assignment
+	// TargetRevision is the mod revision of the target key (0: none).
+	TargetRevision int64
+}
+
+// MemberInfo is one registered member.
+type MemberInfo struct {
+	ID       string            // the member id (its session's lease id, hex)
+	Metadata map[string]string // as given to Join
+}
+
+// Assignment is one partition's state.
+type Assignment struct {
+	Partition int
+	// Owner is the member whose key holds the partition (the oldest key of its
+	// lease: FIFO), "" when nobody holds it.
+	Owner string
+	// Target is the member the assignment gives it to. Owner != Target while
+	// it moves (or while the target names a member that has gone).
+	Target string
+	// Revision is the holder key's create revision: the revision of the
+	// owner's fencing token for LeaseName(group, Partition); 0 when unowned.
+	Revision int64
+	// Waiting counts the other members queued for the partition.
+	Waiting int
+}
+
+// Unowned counts the partitions nobody holds.
+func (m Map) Unowned() int {
+	n := 0
+	for _, a := range m.Owners {
+		if a.Owner == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Snapshot reads a group's map in one linearizable transaction (the member
+// keys, the target and the partitions' keys, keys only). It blocks for that
+// read, bounded by ctx. Invalid names return a *ConfigError unwrapping to the
+// *coord.NameError; etcd errors are classified (coord.ErrNoLeader matches).
+func Snapshot(ctx context.Context, cli *clientv3.Client, tenant, group string) (Map, error) {
+	if cli == nil {
+		return Map{}, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
+	}
+	if err := checkNames(tenant, group); err != nil {
+		return Map{}, err
+	}
+	return snapshot(ctx, cli, newKeys(tenant, group))
+}
+
+func snapshot(ctx context.Context, cli *clientv3.Client, k keys) (Map, error) {
+	resp, err := cli.Txn(ctx).Then(
+		clientv3.OpGet(k.memberPrefix(), clientv3.WithPrefix()),
+		clientv3.OpGet(k.target),
+		clientv3.OpGet(k.partitions, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+	).Commit()
+	if err != nil {
+		return Map{}, fmt.Errorf("ownership: snapshot %s: %w", k.group, etcderr.Classify(err))
+	}
+	m := Map{Tenant: k.tenant, Group: k.group, Revision: resp.Header.Revision}
+	prefix := k.memberPrefix()
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		id := string(kv.Key[len(prefix):])
+		mi := MemberInfo{ID: id}
+		if _, md, ok := membership.DecodeRecord(kv.Value); ok {
+			mi.Metadata = md
+		}
+		m.Members = append(m.Members, mi)
+	}
+	var t target
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+		m.TargetRevision = kvs[0].ModRevision
+		if t, err = decodeTarget(kvs[0].Value, kvs[0].ModRevision); err != nil {
+			return Map{}, fmt.Errorf("ownership: snapshot %s: %w", k.group, err)
+		}
+	}
+	m.Partitions = t.Partitions
+	m.Owners = make([]Assignment, t.Partitions)
+	for i := range m.Owners {
+		m.Owners[i] = Assignment{Partition: i, Target: t.Owners[i]}
+	}
+	for _, kv := range resp.Responses[2].GetResponseRange().Kvs { // oldest first
+		p, member, ok := k.parsePartitionKey(string(kv.Key), t.Partitions)
+		if !ok {
+			continue
+		}
+		a := &m.Owners[p]
+		if a.Owner == "" {
+			a.Owner, a.Revision = member, kv.CreateRevision
+		} else {
+			a.Waiting++
+		}
+	}
+	return m, nil
+}
+
+// Observe reports a group's map and every change of it: the first Map is the
+// current one (Snapshot); after each batch of changes to the member keys, the
+// target or the partition keys it reads the map again (watch, then read; a
+// burst of changes costs one read per batch). The channel holds only the newest
+// Map (a slow reader skips intermediate ones, never the latest) and is closed
+// when ctx ends; watch errors are retried with backoff, a compaction re-reads.
+// It blocks only for the first read, bounded by ctx, and returns its error.
+func Observe(ctx context.Context, cli *clientv3.Client, tenant, group string) (<-chan Map, error) {
+	first, err := Snapshot(ctx, cli, tenant, group)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan Map, 1)
+	ch <- first
+	go observe(ctx, cli, newKeys(tenant, group), first.Revision, ch)
+	return ch, nil
+}
+
+func observe(ctx context.Context, cli *clientv3.Client, k keys, rev int64, ch chan Map) {
+	defer close(ch)
+	changes := make(chan int64, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	watch := func(key string, opts ...clientv3.OpOption) {
+		defer wg.Done()
+		from := rev
+		for attempt := 0; wctx.Err() == nil; attempt++ {
+			for wr := range cli.Watch(wctx, key, append(opts, clientv3.WithRev(from+1))...) {
+				if wr.CompactRevision != 0 {
+					from = wr.CompactRevision - 1
+				}
+				if wr.Err() != nil {
+					break
+				}
+				attempt, from = 0, wr.Header.Revision
+				select {
+				case changes <- wr.Header.Revision:
+				default:
+				}
+			}
+			select { // a watch that ended may have missed events: read again
+			case changes <- 0:
+			default:
+			}
+			_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(wctx, coord.SystemClock(), attempt)
+		}
+	}
+	wg.Add(3)
+	go watch(k.memberPrefix(), clientv3.WithPrefix())
+	go watch(k.target)
+	go watch(k.partitions, clientv3.WithPrefix())
+	for attempt := 0; ; {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := snapshot(rctx, cli, k)
+		rcancel()
+		if err != nil {
+			if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(ctx, coord.SystemClock(), attempt) != nil {
+				return
+			}
+			attempt++
+			select {
+			case changes <- 0:
+			default:
+			}
+			continue
+		}
+		attempt = 0
+		select { // newest only
+		case <-ch:
+		default:
+		}
+		ch <- m
+	}
+}

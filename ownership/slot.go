@@ -1,0 +1,198 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease"
+)
+
+// slot is one partition this member wants or holds, with the goroutine that
+// acquires it (correctnesslease.Acquire: FIFO behind the current holder's key,
+// so a planned handoff completes the moment the old owner releases), holds it
+// and gives it up.
+type slot struct {
+	p       int
+	since   time.Time          // when the target gave it to this member
+	actx    context.Context    // bounds the acquisition and the lease
+	acancel context.CancelFunc // called once the slot is done with the lease
+	part    *Partition         // while held
+	revoked bool               // told to give it up (or to stop waiting)
+}
+
+// wantLocked reports whether this member should hold partition p now.
+func (m *Member) wantLocked(p int) bool {
+	return !m.stopped && !m.leaving && p < len(m.target.Owners) && m.target.Owners[p] == m.id && m.s.Err() == nil
+}
+
+// reconcileLocked starts a slot for every partition the target gives this
+// member and revokes every slot it no longer should hold.
+func (m *Member) reconcileLocked() {
+	for p := range m.g.cfg.Partitions {
+		want, sl := m.wantLocked(p), m.slots[p]
+		switch {
+		case want && sl == nil:
+			m.startLocked(p)
+		case !want && sl != nil && !sl.revoked:
+			sl.revoked = true
+			if sl.part == nil {
+				sl.acancel() // still waiting: stop
+				continue
+			}
+			sl.part.cancel(m.revokeCauseLocked(sl))
+		}
+	}
+}
+
+// revokeCauseLocked is the cause a held partition's context is cancelled with.
+func (m *Member) revokeCauseLocked(sl *slot) error {
+	select {
+	case <-m.hurry:
+		return &coord.AuthorityLostError{Lease: sl.part.Token().Lease(), Reason: coord.LossReleased, Err: errors.New("ownership: member closed")}
+	default:
+	}
+	r := &RevokedError{Partition: sl.p, Reason: ReasonRebalance}
+	if m.leaving || m.stopped {
+		r.Reason = ReasonLeave
+	}
+	if sl.p < len(m.target.Owners) && m.target.Owners[sl.p] != m.id {
+		r.To = m.target.Owners[sl.p]
+	}
+	return r
+}
+
+func (m *Member) startLocked(p int) {
+	sl := &slot{p: p, since: time.Now()}
+	// Not derived from m.ctx: stopping revokes held partitions (and cancels
+	// waiting ones) through reconcileLocked, and a held one is released
+	// before its acquisition context ends.
+	sl.actx, sl.acancel = context.WithCancel(context.Background())
+	m.slots[p] = sl
+	m.slotsWG.Add(1)
+	go m.hold(sl)
+}
+
+// hold acquires, holds and gives up one partition.
+func (m *Member) hold(sl *slot) {
+	defer m.slotsWG.Done()
+	defer m.ended(sl)
+	defer sl.acancel()
+	name := LeaseName(m.g.cfg.Group, sl.p)
+	var l *correctnesslease.Lease
+	for attempt := 0; ; attempt++ {
+		var err error
+		l, err = correctnesslease.Acquire(sl.actx, m.s, name)
+		if err == nil {
+			break
+		}
+		if sl.actx.Err() != nil || m.s.Err() != nil {
+			return
+		}
+		// A fence still landing (ErrAlreadyQueued), the key deleted while
+		// waiting, etcd unreachable: try again while wanted.
+		m.log.Warn("ownership: acquire failed; retrying", "partition", sl.p, "err", err)
+		if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(sl.actx, coord.SystemClock(), attempt) != nil {
+			return
+		}
+	}
+	part := newPartition(sl.p, l)
+	m.mu.Lock()
+	if sl.revoked {
+		m.mu.Unlock()
+		m.release(l)
+		return
+	}
+	sl.part = part
+	m.mu.Unlock()
+	m.in.acquired(since(sl.since))
+	m.emit(Acquired, part, ReasonAssigned)
+	m.log.Debug("ownership: partition acquired", "partition", sl.p, "token", part.Token().String(), "after", since(sl.since))
+
+	<-part.ctx.Done()
+	cause := context.Cause(part.ctx)
+	reason := reasonOf(cause)
+	m.emit(Revoked, part, reason)
+	m.in.moved(reason)
+	var rev *RevokedError
+	if errors.As(cause, &rev) {
+		start := time.Now()
+		t := time.NewTimer(m.g.cfg.DrainTimeout)
+		select {
+		case <-part.ack:
+		case <-t.C:
+			m.log.Warn("ownership: drain timeout; releasing the partition anyway", "partition", sl.p, "drain", m.g.cfg.DrainTimeout)
+		case <-m.hurry:
+		case <-m.s.Done():
+		}
+		t.Stop()
+		m.log.Debug("ownership: partition handed off", "partition", sl.p, "to", rev.To, "drained", time.Since(start))
+	} else if reason != ReasonClosed {
+		m.log.Warn("ownership: partition lost", "partition", sl.p, "reason", string(reason), "err", cause)
+	}
+	m.release(l)
+}
+
+// release deletes the partition's key (guarded by its create revision), retried
+// with backoff for up to a TTL while the session lives; past that the key goes
+// with the session's lease or stays until the session ends.
+func (m *Member) release(l *correctnesslease.Lease) {
+	deadline := time.Now().Add(m.s.TTL())
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), m.s.TTL()/3)
+		err := l.Release(ctx)
+		cancel()
+		if err == nil || m.s.Err() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.log.Error("ownership: could not release a partition; it is freed when the session ends", "lease", l.Name(), "err", err)
+			return
+		}
+		_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(context.Background(), coord.SystemClock(), attempt)
+	}
+}
+
+// ended removes a finished slot and starts it again if the target still gives
+// the partition to this member (it moved back, or its key was deleted).
+func (m *Member) ended(sl *slot) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.slots[sl.p] == sl {
+		delete(m.slots, sl.p)
+	}
+	if m.wantLocked(sl.p) && m.slots[sl.p] == nil {
+		m.startLocked(sl.p)
+	}
+	m.checkIdleLocked()
+}
+
+// checkIdleLocked closes idle when a leaving member holds nothing more.
+func (m *Member) checkIdleLocked() {
+	if m.leaving && len(m.slots) == 0 && m.idle != nil {
+		select {
+		case <-m.idle:
+		default:
+			close(m.idle)
+		}
+	}
+}
+
+// reasonOf maps a partition context's cause to an event reason.
+func reasonOf(cause error) Reason {
+	var rev *RevokedError
+	if errors.As(cause, &rev) {
+		return rev.Reason
+	}
+	var lost *coord.AuthorityLostError
+	if errors.As(cause, &lost) {
+		switch lost.Reason {
+		case coord.LossKeyDeleted:
+			return ReasonKeyLost
+		case coord.LossReleased:
+			return ReasonClosed
+		}
+	}
+	return ReasonSessionLost
+}

@@ -1,0 +1,81 @@
+package ownership
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
+)
+
+const instrumentation = coord.InstrumentationName + "/ownership"
+
+// instruments are the metrics of one Member.
+type instruments struct {
+	attrs   attribute.Set
+	tracer  trace.Tracer
+	owned   metric.Int64ObservableGauge
+	unowned metric.Int64ObservableGauge
+	moves   metric.Int64Counter
+	handoff metric.Float64Histogram
+	writes  metric.Int64Counter
+	unreg   metric.Registration
+}
+
+// newInstruments builds the member's instruments; counts reports (owned,
+// assigned but not held) for the gauges.
+func newInstruments(cfg Config, member string, counts func() (int, int)) *instruments {
+	m := cfg.MeterProvider.Meter(instrumentation)
+	in := &instruments{
+		tracer: cfg.TracerProvider.Tracer(instrumentation),
+		attrs: attribute.NewSet(attribute.String(coord.AttrTenant, cfg.Tenant),
+			attribute.String(coord.AttrOwnershipGroup, cfg.Group), attribute.String(coord.AttrOwnershipMember, member)),
+	}
+	// Instrument constructors return a usable no-op instrument alongside any
+	// error, so errors are only logged.
+	var errs [6]error
+	in.owned, errs[0] = m.Int64ObservableGauge(coord.MetricOwnershipOwned,
+		metric.WithDescription("partitions this member holds"))
+	in.unowned, errs[1] = m.Int64ObservableGauge(coord.MetricOwnershipUnowned,
+		metric.WithDescription("partitions the target gives this member that it does not hold yet; the sum over members is the group's unowned partitions"))
+	in.moves, errs[2] = m.Int64Counter(coord.MetricOwnershipMoves,
+		metric.WithDescription("partitions this member gave up or lost, by reason"))
+	in.handoff, errs[3] = m.Float64Histogram(coord.MetricOwnershipHandoff,
+		metric.WithDescription("time from the target giving this member a partition to holding it"), metric.WithUnit("ms"))
+	in.writes, errs[4] = m.Int64Counter(coord.MetricOwnershipRetarget,
+		metric.WithDescription("assignment targets written by this member (zero in steady state)"))
+	in.unreg, errs[5] = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		owned, pending := counts()
+		o.ObserveInt64(in.owned, int64(owned), metric.WithAttributeSet(in.attrs))
+		o.ObserveInt64(in.unowned, int64(pending), metric.WithAttributeSet(in.attrs))
+		return nil
+	}, in.owned, in.unowned)
+	for _, err := range errs {
+		if err != nil {
+			cfg.Logger.Warn("ownership: metric instrument", "err", err)
+		}
+	}
+	return in
+}
+
+func (in *instruments) moved(reason Reason) {
+	in.moves.Add(context.Background(), 1, metric.WithAttributeSet(in.attrs),
+		metric.WithAttributes(attribute.String(coord.AttrReason, string(reason))))
+}
+
+func (in *instruments) acquired(d time.Duration) {
+	in.handoff.Record(context.Background(), float64(d)/float64(time.Millisecond), metric.WithAttributeSet(in.attrs))
+}
+
+func (in *instruments) wroteTarget() {
+	in.writes.Add(context.Background(), 1, metric.WithAttributeSet(in.attrs))
+}
+
+func (in *instruments) close() {
+	if in.unreg != nil {
+		_ = in.unreg.Unregister()
+	}
+}
