@@ -2,28 +2,59 @@ package coordtest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"testing"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, chosen
+// outside the kernel's ephemeral range: a server killed and restarted on it
+// (EtcdMember.Start, PostgresServer.RestartCrash) finds it free again. In the
+// ephemeral range a client redialing the dead server could be given the very
+// port as its own source port (TCP self-connect: connected to itself) or any
+// outgoing connection could take it, and the restart failed with "address
+// already in use".
 func FreePort(t testing.TB) int {
 	t.Helper()
 	p := freePort()
 	if p == 0 {
-		t.Fatal("coordtest: no free port on 127.0.0.1")
+		t.Fatal("coordtest: no free port on 127.0.0.1 outside the ephemeral range")
 	}
 	return p
 }
 
-// freePort returns a port that was free a moment ago, or 0.
+// freePort returns a port outside the ephemeral range that was free a moment
+// ago, or 0.
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
+	lo, hi := nonEphemeral()
+	for range 200 {
+		p := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return 0
+}
+
+// nonEphemeral returns the ports [lo, hi) tests pick from: below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range, Linux's default 32768–60999),
+// or above it when it starts too low to leave room.
+func nonEphemeral() (lo, hi int) {
+	first, last := 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var a, z int
+		if n, _ := fmt.Sscan(string(b), &a, &z); n == 2 && a > 0 && a <= z {
+			first, last = a, z
+		}
+	}
+	if first-10000 >= 5000 {
+		return 10000, first
+	}
+	return last + 1, 65536
 }
 
 func loopbackURL(port int) string { return fmt.Sprintf("http://127.0.0.1:%d", port) }
