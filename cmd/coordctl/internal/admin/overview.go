@@ -15,6 +15,10 @@ type Overview struct {
 	At            time.Time `json:"at"`
 	LeasesHeld    int       `json:"leases_held"`
 	LeasesWaiting int       `json:"leases_waiting"` // keys queued behind holders
+	// Members is how many instances are registered (package membership), in
+	// Services services over every tenant.
+	Members  int `json:"members"`
+	Services int `json:"services"`
 	// FenceRejectionsLastHour is sum(increase(coord_fence_rejected_total[1h]))
 	// from Prometheus; nil when no Prometheus is configured or it failed
 	// (FenceRejectionsSource says which).
@@ -42,6 +46,14 @@ func (a *Admin) Overview(ctx context.Context) Overview {
 				o.LeasesHeld++
 			}
 			o.LeasesWaiting += l.Waiters
+		}
+	}
+	if ss, err := a.Members(ctx, "", ""); err != nil {
+		fail("members", err)
+	} else {
+		o.Services = len(ss)
+		for _, s := range ss {
+			o.Members += len(s.Members)
 		}
 	}
 	if st, err := a.OutboxStatus(ctx); err != nil {

@@ -36,7 +36,7 @@ func TestOverviewFenceRejectionsFromPrometheus(t *testing.T) {
 	if o.FenceRejectionsLastHour == nil || *o.FenceRejectionsLastHour != 3 {
 		t.Fatalf("fence rejections %v, want 3", o.FenceRejectionsLastHour)
 	}
-	for _, part := range []string{"leases", "outbox", "sagas"} {
+	for _, part := range []string{"leases", "members", "outbox", "sagas"} {
 		if o.Errors[part] == "" {
 			t.Errorf("overview with no etcd or PostgreSQL does not say %s is unavailable: %v", part, o.Errors)
 		}

@@ -75,6 +75,22 @@ func TestReadCommandsAgainstRealServers(t *testing.T) {
 	if lease.Token != tok.String() || len(lease.Queue) != 2 || lease.Queue[0].CreateRevision != tok.Revision() {
 		t.Fatalf("leases get = %+v (token %s)", lease, tok)
 	}
+	var svcs []admin.Service
+	r.decode(&svcs, "members")
+	st0 := e.Members[0].Status()
+	if len(svcs) != 2 || svcs[0].Service != testenv.MemberService || svcs[1].Service != testenv.OtherService || len(svcs[0].Members) != 2 ||
+		svcs[0].Members[0].Instance != "checkout-7d9f" || svcs[0].Members[0].Addr != "10.0.0.7:8080" || svcs[0].Members[0].Metadata["zone"] != "eu-west-1a" ||
+		svcs[0].Members[0].LeaseID != strconv.FormatInt(int64(st0.Lease), 16) || svcs[0].Members[0].SinceRevision != st0.CreateRevision || len(svcs[0].Malformed) != 0 {
+		t.Fatalf("members = %+v (registration %+v): want both services, and not correctnesslease's session keys", svcs, st0)
+	}
+	r.decode(&svcs, "members", testenv.Tenant, testenv.OtherService)
+	if len(svcs) != 1 || len(svcs[0].Members) != 1 || svcs[0].Members[0].Instance != "ledger-0" {
+		t.Fatalf("members %s %s = %+v", testenv.Tenant, testenv.OtherService, svcs)
+	}
+	r.decode(&svcs, "members", "globex")
+	if len(svcs) != 0 {
+		t.Fatalf("members of a tenant without any = %+v", svcs)
+	}
 	var fences []admin.Fence
 	r.decode(&fences, "fences", "list", "--prefix", "/tenants/acme/")
 	if len(fences) != 1 || fences[0].Lease != tok.Lease() || fences[0].Highest != tok.Revision() {
@@ -118,7 +134,7 @@ func TestReadCommandsAgainstRealServers(t *testing.T) {
 	}
 	var ov admin.Overview
 	r.decode(&ov, "overview")
-	if ov.LeasesHeld != 2 || ov.LeasesWaiting != 1 || ov.NeedsHuman != 1 || ov.Outbox == nil || ov.Outbox.Parked != 1 || len(ov.Errors) != 0 {
+	if ov.LeasesHeld != 2 || ov.LeasesWaiting != 1 || ov.Members != 3 || ov.Services != 2 || ov.NeedsHuman != 1 || ov.Outbox == nil || ov.Outbox.Parked != 1 || len(ov.Errors) != 0 {
 		t.Fatalf("overview = %+v", ov)
 	}
 
@@ -128,6 +144,7 @@ func TestReadCommandsAgainstRealServers(t *testing.T) {
 		want []string
 	}{
 		{[]string{"leases", "list"}, []string{"TENANT", "WAITERS", testenv.LeaseName, "rev " + itoa(tok.Revision())}},
+		{[]string{"members", testenv.Tenant}, []string{"acme/checkout (2 members", "INSTANCE", "version=v1.42.0 zone=eu-west-1b", "rev " + itoa(st0.CreateRevision)}},
 		{[]string{"saga", "get", testenv.HumanSaga}, []string{"STEPS", "stuck", testenv.RefundFailed, "needs_human"}},
 		{[]string{"outbox", "parked", "list"}, []string{"LAST ERROR", testenv.ParkedError}},
 		{[]string{"idem", "get", testenv.IdemScope, testenv.IdemKey}, []string{"Location: /payments/981"}},
@@ -152,6 +169,8 @@ func TestReadCommandsAgainstRealServers(t *testing.T) {
 		{[]string{"fences", "get", "bad\x01lease"}, cli.ExitError, "control character"},
 		{[]string{"saga", "list", "--state", "bogus"}, cli.ExitError, "unknown state"},
 		{[]string{"saga", "get"}, cli.ExitUsage, "takes 1 argument"},
+		{[]string{"members", "acme", "a/b"}, cli.ExitError, "invalid config service"},
+		{[]string{"members", "acme", "checkout", "extra"}, cli.ExitUsage, "takes [TENANT [SERVICE]]"},
 		{[]string{"overview", "-o", "yaml"}, cli.ExitUsage, "want table or json"},
 		{[]string{"config", "staleness", "/nonexistent/state"}, cli.ExitError, "no such file"},
 	} {

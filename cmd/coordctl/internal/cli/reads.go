@@ -57,6 +57,33 @@ func (a *app) leasesCmd() *cobra.Command {
 	return c
 }
 
+func (a *app) membersCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "members [TENANT [SERVICE]]",
+		Short: "Registered instances (package membership): address, metadata, lease, since",
+		Long: `List the instances registered with package membership, one table per service:
+instance, address, metadata, etcd lease and the revision it registered at. Without
+arguments, every service of every tenant; with TENANT, that tenant's services; with
+TENANT SERVICE, that service (shown even when nobody is registered).`,
+		Args: func(cmd *cobra.Command, got []string) error {
+			if len(got) > 2 {
+				return usageError{errorf("%s takes [TENANT [SERVICE]]; got %d arguments", cmd.CommandPath(), len(got))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			arg = append(arg, "", "")
+			ss, err := a.adm.Members(ctx, arg[0], arg[1])
+			if err != nil {
+				return err
+			}
+			return a.print(ss, view.Members(ss))
+		},
+	}
+}
+
 func (a *app) fencesCmd() *cobra.Command {
 	c := &cobra.Command{Use: "fences", Short: "pgfence rows: the highest token each lease presented"}
 	var prefix string

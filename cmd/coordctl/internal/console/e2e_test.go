@@ -129,9 +129,9 @@ func auditCount(t *testing.T, e *testenv.Env, action, target, outcome string) in
 
 // TestConsoleInABrowser is the on-call's path: the overview, the stuck saga's
 // page and its Retry button, the parked event and its Requeue button, the lease
-// map — clicked in headless chromium against real etcd and PostgreSQL, with the
-// effect checked in PostgreSQL and in the audit table, a stale form refused, and
-// a page updated live without a reload.
+// map, the members — clicked in headless chromium against real etcd and
+// PostgreSQL, with the effect checked in PostgreSQL and in the audit table, a
+// stale form refused, and a page updated live without a reload.
 func TestConsoleInABrowser(t *testing.T) {
 	e := testenv.New(t)
 	e.Seed(t)
@@ -266,6 +266,25 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("lease map lacks %s@%d:\n%s", testenv.LeaseName, e.Holder.Token().Revision(), text)
 	}
 	shoot(t, ctx, shots, "leases")
+
+	// The members page: every service, then filtered to one.
+	st := e.Members[0].Status()
+	must("members", chromedp.Navigate(base+"/members"), chromedp.WaitVisible(chromedp.CSS("table.members")))
+	text = textOf("main")
+	for _, want := range []string{testenv.Tenant + " / " + testenv.MemberService, testenv.Tenant + " / " + testenv.OtherService, "checkout-7d9f", "10.0.0.7:8080",
+		"zone=eu-west-1a", fmt.Sprintf("%x", int64(st.Lease)), fmt.Sprintf("rev %d", st.CreateRevision)} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("members page lacks %q:\n%s", want, text)
+		}
+	}
+	shoot(t, ctx, shots, "members")
+	must("members of one service",
+		chromedp.SendKeys(chromedp.CSS(`form.filter input[name=tenant]`), testenv.Tenant),
+		chromedp.SendKeys(chromedp.CSS(`form.filter input[name=service]`), testenv.OtherService),
+		chromedp.Click(chromedp.CSS(`form.filter button`)), chromedp.WaitVisible(chromedp.CSS(`#svc-`+testenv.Tenant+`-`+testenv.OtherService)))
+	if text = textOf("main"); strings.Contains(text, "checkout-7d9f") || !strings.Contains(text, "ledger-0") {
+		t.Fatalf("members filtered to %s:\n%s", testenv.OtherService, text)
+	}
 	must("audit", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.CSS("table")))
 	shoot(t, ctx, shots, "audit")
 }

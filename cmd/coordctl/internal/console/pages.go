@@ -15,12 +15,13 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/audit"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/view"
+	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/saga"
 )
 
 // pageNames are the templates/*.html pages besides layout.html.
-var pageNames = []string{"overview", "sagas", "saga", "outbox", "leases", "audit", "result", "login"}
+var pageNames = []string{"overview", "sagas", "saga", "outbox", "leases", "members", "audit", "result", "login"}
 
 var funcs = template.FuncMap{
 	"ts":  view.TS,
@@ -124,7 +125,7 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, saga.ErrWrongState), errors.Is(err, saga.ErrPastPivot), errors.Is(err, outbox.ErrNotParked):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, audit.ErrInvalid), errors.Is(err, saga.ErrInvalidConfig), errors.Is(err, errBadForm):
+	case errors.Is(err, audit.ErrInvalid), errors.Is(err, saga.ErrInvalidConfig), errors.Is(err, membership.ErrInvalidConfig), errors.Is(err, errBadForm):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
@@ -207,6 +208,23 @@ func (s *Server) leasesPage(ctx context.Context, _ *http.Request) (string, any, 
 		d.Errors = append(d.Errors, "fences: "+err.Error())
 	}
 	return "Leases and fences", d, nil
+}
+
+// membersData is the members page.
+type membersData struct {
+	Tenant, Service string
+	Services        []admin.Service
+}
+
+func (s *Server) membersPage(ctx context.Context, r *http.Request) (string, any, error) {
+	q := r.URL.Query()
+	d := membersData{Tenant: q.Get("tenant"), Service: q.Get("service")}
+	if d.Service != "" && d.Tenant == "" {
+		return "Members", d, fmt.Errorf("%w: a service needs its tenant", errBadForm)
+	}
+	var err error
+	d.Services, err = s.adm.Members(ctx, d.Tenant, d.Service)
+	return "Members", d, err
 }
 
 func (s *Server) auditPage(ctx context.Context, r *http.Request) (string, any, error) {

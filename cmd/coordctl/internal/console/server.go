@@ -1,9 +1,9 @@
 // Package console is coordctl's web console: server-rendered html/template pages
 // over the admin package (overview, sagas with their step timeline and
 // retry/resolve/cancel, parked events with requeue/discard, the lease map, the
-// audit trail), live through server-sent events, with embedded assets and no
-// JavaScript build step. Every mutating form carries a CSRF token; the server
-// binds loopback unless a token or mTLS guards it.
+// registered members, the audit trail), live through server-sent events, with
+// embedded assets and no JavaScript build step. Every mutating form carries a
+// CSRF token; the server binds loopback unless a token or mTLS guards it.
 package console
 
 import (
@@ -108,6 +108,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /outbox", s.page("outbox", s.outboxPage))
 	mux.HandleFunc("POST /outbox/parked/{id}/{action}", s.parkedAction)
 	mux.HandleFunc("GET /leases", s.page("leases", s.leasesPage))
+	mux.HandleFunc("GET /members", s.page("members", s.membersPage))
 	mux.HandleFunc("GET /audit", s.page("audit", s.auditPage))
 	mux.HandleFunc("GET /live", s.live)
 	s.mux = mux

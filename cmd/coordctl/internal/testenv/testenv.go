@@ -1,8 +1,8 @@
 // Package testenv gives coordctl's tests a world to operate on: a real etcd and
 // a real PostgreSQL schema, every component migrated, and the things an on-call
-// meets — a held lease with a waiter and its fence row, a saga stuck retrying a
-// failing step, a saga that needs a human, a parked outbox event, an
-// idempotency key, config in etcd and a failstatic state file.
+// meets — a held lease with a waiter and its fence row, registered members, a
+// saga stuck retrying a failing step, a saga that needs a human, a parked
+// outbox event, an idempotency key, config in etcd and a failstatic state file.
 package testenv
 
 import (
@@ -25,6 +25,7 @@ import (
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/coordkit/coordkit/failstatic"
 	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/saga"
 	"github.com/coordkit/coordkit/testing/coordtest"
@@ -44,6 +45,10 @@ const (
 	StuckError   = "payment provider: 503 Service Unavailable"
 	ParkedError  = "broker: message too large (10485760 bytes > 1048576)"
 	RefundFailed = "ledger: account 4411 is locked"
+	// Members: two instances of MemberService on one membership session,
+	// one of OtherService.
+	MemberService = "checkout"
+	OtherService  = "ledger-api"
 )
 
 // Env is the world: servers, an admin over them, and what Seed made.
@@ -54,6 +59,7 @@ type Env struct {
 	Admin *admin.Admin
 
 	Holder    *correctnesslease.Lease
+	Members   []*membership.Registration // MemberService's two, then OtherService's
 	ParkedID  outbox.ID
 	StateFile string
 }
@@ -121,6 +127,7 @@ func must(t testing.TB, err error) {
 func (e *Env) Seed(t testing.TB) {
 	t.Helper()
 	e.seedLeases(t)
+	e.seedMembers(t)
 	e.seedSagas(t)
 	e.seedOutbox(t)
 	e.seedIdempotency(t)
@@ -155,6 +162,27 @@ func (e *Env) seedLeases(t testing.TB) {
 		return err == nil && l.Waiters() == 1
 	})
 	must(t, pgfence.Exec(ctx, e.DB.Pool, e.Holder.Token(), func(context.Context, pgx.Tx) error { return nil }))
+}
+
+func (e *Env) seedMembers(t testing.TB) {
+	t.Helper()
+	ctx := Ctx(t)
+	s, err := membership.NewSession(ctx, e.Cli, membership.SessionConfig{TTL: 10 * time.Second, Logger: Logger(t)})
+	must(t, err)
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(c)
+	})
+	for _, c := range []membership.Config{
+		{Tenant: Tenant, Service: MemberService, Instance: "checkout-7d9f", Addr: "10.0.0.7:8080", Metadata: map[string]string{"zone": "eu-west-1a", "version": "v1.42.0"}},
+		{Tenant: Tenant, Service: MemberService, Instance: "checkout-b3e1", Addr: "10.0.0.9:8080", Metadata: map[string]string{"zone": "eu-west-1b", "version": "v1.42.0"}},
+		{Tenant: Tenant, Service: OtherService, Instance: "ledger-0", Addr: "10.0.1.2:9090"},
+	} {
+		r, err := s.Register(ctx, c)
+		must(t, err)
+		e.Members = append(e.Members, r)
+	}
 }
 
 // Wait polls cond every 20 ms for at most 30 s and fails the test naming what.

@@ -99,7 +99,21 @@ func init() {
 		Confirmed: t0, StalenessSeconds: 3600, EtcdModRevision: 1200, EtcdKeys: 2, Behind: true}
 	fixtures["config-staleness"] = fx(stl, view.Staleness(stl))
 
-	ov := admin.Overview{At: t1, LeasesHeld: 12, LeasesWaiting: 4, FenceRejectionsLastHour: &zero, FenceRejectionsSource: "http://prometheus:9090",
+	members := []admin.Service{
+		{Tenant: "acme", Service: "checkout", Revision: 1311, Members: []admin.Member{
+			{Instance: "checkout-7d9f", Addr: "10.0.0.7:8080", Metadata: map[string]string{"zone": "eu-west-1a", "version": "v1.42.0"}, LeaseID: "694d8f3a2c1b0e07", SinceRevision: 1207, ModRevision: 1290},
+			{Instance: "checkout-b3e1", Addr: "10.0.0.9:8080", Metadata: map[string]string{}, LeaseID: "694d8f3a2c1b0e2a", SinceRevision: 1300, ModRevision: 1300},
+		}, Malformed: []string{"/tenants/acme/members/checkout/debug/extra"}},
+		{Tenant: "acme", Service: "worker", Revision: 1311, Members: []admin.Member{
+			{Instance: "w\x1b[31m1", Metadata: map[string]string{"note": "tab\there"}, LeaseID: "694d8f3a2c1b0f00", SinceRevision: 1301, ModRevision: 1301},
+		}},
+	}
+	fixtures["members"] = fx(members, view.Members(members))
+	fixtures["members-empty"] = fx([]admin.Service{}, view.Members(nil))
+	emptySvc := []admin.Service{{Tenant: "acme", Service: "billing", Members: []admin.Member{}, Revision: 1311}}
+	fixtures["members-service-empty"] = fx(emptySvc, view.Members(emptySvc))
+
+	ov := admin.Overview{At: t1, LeasesHeld: 12, LeasesWaiting: 4, Members: 3, Services: 2, FenceRejectionsLastHour: &zero, FenceRejectionsSource: "http://prometheus:9090",
 		Outbox: &st, Sagas: []admin.SagaSummary{{Type: "order", State: "running", Count: 31, OldestSince: t0, OldestAgeSeconds: 4521},
 			{Type: "transfer", State: "needs_human", Count: 1, OldestSince: t1, OldestAgeSeconds: 60}}, NeedsHuman: 1}
 	fixtures["overview"] = fx(ov, view.Overview(ov))

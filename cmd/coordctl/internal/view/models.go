@@ -56,6 +56,47 @@ func Lease(l admin.Lease) Doc {
 	return Doc{fields, q}
 }
 
+// Members is `members`: one section per service.
+func Members(ss []admin.Service) Doc {
+	if len(ss) == 0 {
+		return Doc{{Header: []string{"TENANT", "SERVICE"}, Empty: "no members registered"}}
+	}
+	var d Doc
+	for _, x := range ss {
+		s := Section{Title: fmt.Sprintf("%s/%s (%s, revision %d)", x.Tenant, x.Service, count(len(x.Members), "member"), x.Revision),
+			Header: []string{"INSTANCE", "ADDRESS", "METADATA", "LEASE ID", "SINCE", "MOD REV"}, Empty: "(no members)"}
+		for _, m := range x.Members {
+			s.Rows = append(s.Rows, []string{m.Instance, m.Addr, Metadata(m.Metadata), m.LeaseID, "rev " + itoa(m.SinceRevision), itoa(m.ModRevision)})
+		}
+		d = append(d, s)
+		if len(x.Malformed) > 0 {
+			bad := Section{Title: "NOT MEMBER RECORDS", Header: []string{"KEY"}}
+			for _, k := range x.Malformed {
+				bad.Rows = append(bad.Rows, []string{k})
+			}
+			d = append(d, bad)
+		}
+	}
+	return d
+}
+
+// count is "1 member", "2 members".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return itoa(n) + " " + noun + "s"
+}
+
+// Metadata formats a member's metadata as k=v pairs sorted by key.
+func Metadata(md map[string]string) string {
+	pairs := make([]string, 0, len(md))
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		pairs = append(pairs, k+"="+md[k])
+	}
+	return strings.Join(pairs, " ")
+}
+
 // Fences is `fences list`.
 func Fences(fs []admin.Fence) Doc {
 	s := Section{Header: []string{"LEASE", "HIGHEST", "UPDATED"}, Empty: "no fence rows"}
@@ -167,6 +208,7 @@ func Overview(o admin.Overview) Doc {
 		rej = fmt.Sprintf("%g", *o.FenceRejectionsLastHour)
 	}
 	fields := Section{Fields: [][2]string{{"Leases held", itoa(o.LeasesHeld)}, {"Waiting", itoa(o.LeasesWaiting)},
+		{"Members", count(o.Members, "member") + " in " + count(o.Services, "service")},
 		{"Fence rejections (1h)", rej}, {"Needs a human", itoa(o.NeedsHuman)}}}
 	if o.Outbox != nil {
 		fields.Fields = append(fields.Fields, [][2]string{{"Outbox pending", itoa(o.Outbox.Pending)},
