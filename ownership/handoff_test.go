@@ -54,10 +54,18 @@ func TestJoinAndLeaveHandoff(t *testing.T) {
 			t.Errorf("partition %d revoked on the member that kept it", id)
 		}
 	}
+	revokes := 0
 	for _, ev := range a.events {
-		if ev.Kind == ownership.Revoked && ev.Reason != ownership.ReasonRebalance {
-			t.Errorf("revoke reason %q, want rebalance", ev.Reason)
+		if ev.Kind == ownership.Revoked {
+			revokes++
+			if ev.Reason != ownership.ReasonRebalance {
+				t.Errorf("revoke reason %q, want rebalance", ev.Reason)
+			}
 		}
+	}
+	// No flapping: each moved partition moved once, and nothing came back.
+	if revokes != len(moved) || len(b.events) != len(moved) {
+		t.Errorf("%d revokes on the old owner and %d events on the joiner for %d moved partitions", revokes, len(b.events), len(moved))
 	}
 	b.mu.Unlock()
 	a.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,7 @@ type node struct {
 	revokedAt  map[int]time.Time // when the Revoked event was read (ctx already cancelled)
 	cancelled  map[int]bool      // the context was cancelled when Revoked arrived
 	done       chan struct{}
+	noAck      atomic.Bool // stop acknowledging revokes
 }
 
 // join joins a member on a fresh session; its events are consumed (planned
@@ -93,7 +95,7 @@ func join(t testing.TB, g *ownership.Group, cli *clientv3.Client, tenant string,
 				n.cancelled[ev.Partition.ID()] = ev.Partition.Context().Err() != nil
 			}
 			n.mu.Unlock()
-			if ev.Kind == ownership.Revoked {
+			if ev.Kind == ownership.Revoked && !n.noAck.Load() {
 				p := ev.Partition
 				time.AfterFunc(drain, p.Done)
 			}
@@ -141,4 +143,21 @@ func waitOwned(t testing.TB, p int, d time.Duration, want map[*node]int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// keys counts the keys under prefix.
+func keys(t testing.TB, cli *clientv3.Client, prefix string) int64 {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// doneCh is n.done as a channel of values, for coordtest.Recv.
+func (n *node) doneCh() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	go func() { <-n.done; ch <- struct{}{} }()
+	return ch
 }

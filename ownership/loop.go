@@ -3,27 +3,35 @@ package ownership
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/membership"
 )
 
-// run is the member's loop: it follows the membership view and the target key,
-// recomputes the target when the view changes (writing it only if it differs:
-// nothing in steady state) and reconciles the partitions this member holds with
-// the target. It ends when the member stops or its session loses authority.
+// run is the member's loop: it watches the member keys and the target key and,
+// after any change (and after any watch restart), reads both at one revision,
+// recomputes the target (writing it only if it differs: nothing in steady
+// state) and reconciles the partitions this member holds with the target. It
+// ends when the member stops or its session loses authority.
 func (m *Member) run(rev int64) {
 	defer close(m.loopDone)
-	defer m.w.Close()
 	backoff := coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
 	attempt := 0
-	wch := m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(rev+1))
+	memberRev, targetRev := rev, rev
+	mch := m.g.cli.Watch(m.ctx, m.g.keys.memberPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	tch := m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(rev+1))
+	if !m.evaluate() {
+		retry.Reset(backoff.Delay(attempt))
+		attempt++
+	}
 	for {
 		select {
 		case <-m.ctx.Done():
@@ -32,39 +40,21 @@ func (m *Member) run(rev int64) {
 			m.log.Warn("ownership: session lost; every partition is revoked", "err", m.s.Err())
 			m.stop()
 			return
-		case v, ok := <-m.w.Updates():
-			if !ok {
-				return
+		case wr, ok := <-mch:
+			if from, restart := progress(wr, ok, &memberRev); restart {
+				mch = m.g.cli.Watch(m.ctx, m.g.keys.memberPrefix(), clientv3.WithPrefix(), clientv3.WithRev(from))
 			}
-			ids := make([]string, 0, len(v.Members))
-			for _, mb := range v.Members {
-				ids = append(ids, mb.Instance)
-			}
-			m.mu.Lock()
-			m.members = ids
-			m.mu.Unlock()
-		case wr, ok := <-wch:
-			if !ok || wr.Err() != nil {
-				// Compacted or the stream ended: read the target and watch on.
-				r, err := m.readTarget()
-				if err != nil {
-					m.log.Warn("ownership: target read failed; retrying", "err", err)
-					_ = backoff.Wait(m.ctx, coord.SystemClock(), attempt)
-					attempt++
-					if m.ctx.Err() == nil {
-						wch = m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(rev+1))
-					}
-					continue
-				}
-				attempt, rev = 0, r
-				wch = m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(rev+1))
-				break
-			}
+		case wr, ok := <-tch:
 			for _, ev := range wr.Events {
 				m.seeTarget(ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete)
 			}
-			rev = wr.Header.Revision
+			if from, restart := progress(wr, ok, &targetRev); restart {
+				tch = m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(from))
+			}
 		case <-retry.C:
+		}
+		if m.ctx.Err() != nil {
+			return
 		}
 		if !m.evaluate() {
 			retry.Reset(backoff.Delay(attempt))
@@ -75,21 +65,47 @@ func (m *Member) run(rev int64) {
 	}
 }
 
-// readTarget reads the target key (linearizable) and applies it; it returns
-// the read's revision.
-func (m *Member) readTarget() (int64, error) {
-	ctx, cancel := context.WithTimeout(m.ctx, m.s.TTL()/3)
-	defer cancel()
-	resp, err := m.g.cli.Get(ctx, m.g.keys.target)
+// progress records a watch response's revision in *rev and reports whether the
+// watch ended (or failed) and must be opened again, from the returned revision:
+// the next one after *rev, or after a compaction the oldest one kept (evaluate
+// reads the whole state afterwards, so skipped events lose nothing).
+func progress(wr clientv3.WatchResponse, ok bool, rev *int64) (int64, bool) {
+	if ok && wr.Err() == nil {
+		*rev = max(*rev, wr.Header.Revision)
+		return 0, false
+	}
+	if ok && wr.CompactRevision > *rev {
+		return wr.CompactRevision, true
+	}
+	return *rev + 1, true
+}
+
+// readState reads the member ids and the target at one revision (one
+// linearizable transaction) and applies the target.
+func (m *Member) readState(ctx context.Context) ([]string, target, error) {
+	k := m.g.keys
+	resp, err := m.g.cli.Txn(ctx).Then(clientv3.OpGet(k.memberPrefix(), clientv3.WithPrefix()), clientv3.OpGet(k.target)).Commit()
 	if err != nil {
-		return 0, etcderr.Classify(err)
+		return nil, target{}, etcderr.Classify(err)
 	}
-	if len(resp.Kvs) == 0 {
-		m.seeTarget(nil, 0, true)
+	var ids []string
+	prefix := k.memberPrefix()
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		if id := string(kv.Key[len(prefix):]); !strings.Contains(id, "/") {
+			if _, _, ok := membership.DecodeRecord(kv.Value); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
+		m.seeTarget(kvs[0].Value, kvs[0].ModRevision, false)
 	} else {
-		m.seeTarget(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, false)
+		m.seeTarget(nil, 0, true)
 	}
-	return resp.Header.Revision, nil
+	m.mu.Lock()
+	t := m.target
+	m.mu.Unlock()
+	return ids, t, nil
 }
 
 // seeTarget records a target read from etcd, unless an equal or newer one is
@@ -113,19 +129,31 @@ func (m *Member) seeTarget(value []byte, modRev int64, deleted bool) {
 }
 
 // evaluate reconciles the partitions with the target and, when the target
-// computed from the current view differs, writes it. It reports false when a
-// write failed and should be retried.
+// computed from the current members differs, writes it. Members and target are
+// read fresh, at one revision: a member never writes a target from an older
+// member set than the target it replaces was computed from (so a member whose
+// watch lags cannot take a joiner's partitions back). It reports false when a
+// read or write failed and should be retried.
 func (m *Member) evaluate() bool {
 	for range 5 {
 		m.mu.Lock()
 		m.reconcileLocked()
-		prev, members := m.target, m.members
-		skip := m.stopped || m.leaving || members == nil || m.s.Err() != nil
+		skip := m.stopped || m.leaving || m.s.Err() != nil
 		m.mu.Unlock()
 		if skip {
 			return true
 		}
+		ctx, cancel := context.WithTimeout(m.ctx, m.s.TTL()/3)
+		members, prev, err := m.readState(ctx)
+		if err != nil {
+			cancel()
+			if m.ctx.Err() == nil {
+				m.log.Warn("ownership: state read failed; retrying", "err", err)
+			}
+			return false
+		}
 		if prev.Partitions != 0 && prev.Partitions != m.g.cfg.Partitions {
+			cancel()
 			m.log.Error("ownership: the group's target has another partition count; not rewriting it",
 				"target_partitions", prev.Partitions, "partitions", m.g.cfg.Partitions)
 			return true
@@ -136,9 +164,9 @@ func (m *Member) evaluate() bool {
 		}
 		next := assign(owners, members)
 		if slices.Equal(next, prev.Owners) {
+			cancel()
 			return true
 		}
-		ctx, cancel := context.WithTimeout(m.ctx, m.s.TTL()/3)
 		done, err := m.writeTarget(ctx, prev, next)
 		cancel()
 		if err != nil {
@@ -150,7 +178,7 @@ func (m *Member) evaluate() bool {
 		if done {
 			return true
 		}
-		// Someone else wrote first: seeTarget took theirs; recompute.
+		// Someone else wrote first: read again.
 	}
 	return true
 }

@@ -41,7 +41,6 @@ type Member struct {
 	keyRev int64  // its create revision
 	log    *slog.Logger
 	in     *instruments
-	w      *membership.Watcher
 
 	events  chan Event
 	dropped atomic.Int64
@@ -56,7 +55,6 @@ type Member struct {
 
 	mu      sync.Mutex
 	target  target
-	members []string // the latest membership view, sorted; nil before the first
 	slots   map[int]*slot
 	leaving bool
 	stopped bool          // no new partition is acquired
@@ -138,12 +136,6 @@ func (g *Group) Join(ctx context.Context, s *correctnesslease.Session, meta map[
 			m.target = t
 		}
 	}
-	m.w, err = membership.Watch(m.ctx, g.cli, g.cfg.Tenant, g.keys.service, &membership.WatchConfig{Logger: g.cfg.Logger, MeterProvider: g.cfg.MeterProvider})
-	if err != nil { // cannot happen: the names are valid
-		m.cancel()
-		m.deleteKey(ctx)
-		return nil, fmt.Errorf("ownership: join %s: %w", g.cfg.Group, err)
-	}
 	m.in = newInstruments(g.cfg, id, m.counts)
 	go m.run(resp.Header.Revision)
 	go m.finish()
@@ -214,7 +206,8 @@ func (m *Member) counts() (int, int) {
 }
 
 // Leave hands every partition off and deregisters: it deletes the member key
-// (guarded by its create revision) and writes the target without this member,
+// (guarded by its create revision) and writes the target without this member
+// (two more requests),
 // so the new owners queue for the partitions at once; then every partition is
 // revoked (cause *RevokedError, ReasonLeave), drained (until Partition.Done or
 // the DrainTimeout) and released, the new owner acquiring it as its key goes.
@@ -230,15 +223,17 @@ func (m *Member) Leave(ctx context.Context) error {
 	}
 	m.leaving = true
 	m.idle = make(chan struct{})
-	members := slices.DeleteFunc(slices.Clone(m.members), func(s string) bool { return s == m.id })
-	prev := m.target
 	m.mu.Unlock()
 	ctx, span := m.in.tracer.Start(ctx, "ownership.Leave", trace.WithAttributes(attribute.String(coord.AttrOwnershipMember, m.id)))
 	defer span.End()
 
 	m.deleteKey(ctx)
-	if prev.Partitions == m.g.cfg.Partitions {
-		_, _ = m.writeTarget(ctx, prev, assign(prev.Owners, members))
+	// Best effort: if this fails, the others write the target when they see
+	// the member key go.
+	if members, prev, err := m.readState(ctx); err == nil && prev.Partitions == m.g.cfg.Partitions {
+		if _, err := m.writeTarget(ctx, prev, assign(prev.Owners, members)); err != nil {
+			m.log.Warn("ownership: leave: target write failed; the others will write it", "err", err)
+		}
 	}
 	m.mu.Lock()
 	m.reconcileLocked()
