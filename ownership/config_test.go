@@ -23,8 +23,8 @@ func TestBadInput(t *testing.T) {
 	ok := ownership.Config{Tenant: tenant, Group: "orders", Partitions: 4, Logger: testLogger(t)}
 	with := func(f func(*ownership.Config)) ownership.Config { c := ok; f(&c); return c }
 	for _, tc := range []struct {
-		name string
-		cfg  ownership.Config
+		name   string
+		cfg    ownership.Config
 		isName bool // an invalid name: unwraps to *coord.NameError
 	}{
 		{"empty tenant", with(func(c *ownership.Config) { c.Tenant = "" }), true},
@@ -51,7 +51,10 @@ func TestBadInput(t *testing.T) {
 	if _, err := ownership.New(nil, ok); !errors.Is(err, ownership.ErrInvalidConfig) {
 		t.Errorf("nil client: %v", err)
 	}
-	long := with(func(c *ownership.Config) { c.Group = strings.Repeat("g", ownership.MaxGroupLen); c.Partitions = ownership.MaxPartitions })
+	long := with(func(c *ownership.Config) {
+		c.Group = strings.Repeat("g", ownership.MaxGroupLen)
+		c.Partitions = ownership.MaxPartitions
+	})
 	if _, err := ownership.New(cli, long); err != nil {
 		t.Errorf("longest group with MaxPartitions: %v", err)
 	}
