@@ -20,6 +20,8 @@ func runChild(args []string) int {
 	switch args[0] {
 	case "scheduler":
 		return runScheduler(args[1:])
+	case "owner":
+		return runOwner(args[1:])
 	}
 	fmt.Fprintf(os.Stderr, "coorddemo: unknown child role %q\n", args[0])
 	return 2

@@ -9,7 +9,9 @@
 // The parts: gcpause (the GC-pause double charge, prevented by fencing), payment (a
 // retried payment charged once), order (an event published iff its order
 // committed), saga (compensation before the pivot, forward retry after it), config
-// (config served while etcd is stopped), vet (coordvet catching a dual write).
+// (config served while etcd is stopped), ownership (a paused partition owner's
+// partitions move, its late writes are rejected, and nobody else stopped), vet
+// (coordvet catching a dual write).
 package main
 
 import (
@@ -35,6 +37,7 @@ var parts = []part{
 	{"order", "An order and its event", runOrder},
 	{"saga", "A saga that fails on its third step", runSaga},
 	{"config", "Config while etcd is down", runConfig},
+	{"ownership", "A paused partition owner", runOwnership},
 	{"vet", "coordvet catches a dual write", runVet},
 }
 
