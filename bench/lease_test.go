@@ -212,9 +212,17 @@ func leaseMedian(v []float64) float64 {
 // leaseChildEnv carries "endpoint|variant|name|ttlSeconds" to the holder child.
 const leaseChildEnv = "COORDKIT_BENCH_LEASE_HOLDER"
 
-// TestMain lets the bench binary play the holder process of BenchmarkLeaseFailover:
-// re-executed with leaseChildEnv set, it runs leaseFailoverChild instead of tests.
+// TestMain lets the bench binary play the holder process of BenchmarkLeaseFailover
+// and the member process of BenchmarkOwnershipTakeover: re-executed with
+// leaseChildEnv (ownChildEnv) set, it runs leaseFailoverChild (ownTakeoverChild)
+// instead of tests.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(ownChildEnv); spec != "" {
+		if err := ownTakeoverChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "ownership takeover child:", err)
+			os.Exit(1)
+		}
+	}
 	if spec := os.Getenv(leaseChildEnv); spec != "" {
 		if err := leaseFailoverChild(spec); err != nil {
 			fmt.Fprintln(os.Stderr, "lease failover child:", err)
