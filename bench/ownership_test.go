@@ -62,7 +62,7 @@ func joinOurs(ctx context.Context, cli *clientv3.Client, group, name string, par
 	if err != nil {
 		return nil, err
 	}
-	g, err := ownership.New(cli, ownership.Config{Tenant: "bench", Group: group, Partitions: partitions, TTL: ttl, Logger: leaseQuiet})
+	g, err := ownership.New(cli, ownership.Config{Tenant: "bench", Group: group, Partitions: partitions, Logger: leaseQuiet})
 	if err != nil {
 		return nil, err
 	}

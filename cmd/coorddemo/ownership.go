@@ -230,7 +230,7 @@ func runOwner(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	g, err := ownership.New(cli, ownership.Config{Tenant: "demo", Group: ownGroup, Partitions: ownPartitions, TTL: ownTTL, Logger: quiet})
+	g, err := ownership.New(cli, ownership.Config{Tenant: "demo", Group: ownGroup, Partitions: ownPartitions, Logger: quiet})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -98,7 +98,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "ownworker:", err)
 		return 2
 	}
-	g, err := ownership.New(cli, ownership.Config{Tenant: *tenant, Group: *group, Partitions: *partitions, TTL: *ttl, Logger: log})
+	g, err := ownership.New(cli, ownership.Config{Tenant: *tenant, Group: *group, Partitions: *partitions, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ownworker:", err)
 		return 2
@@ -108,7 +108,7 @@ func run() int {
 	signal.Notify(term, syscall.SIGTERM)
 
 	for {
-		s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: *tenant, TTL: *ttl, Logger: log})
+		s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: *tenant, Logger: log})
 		if err != nil {
 			time.Sleep(*ttl / 10)
 			continue
