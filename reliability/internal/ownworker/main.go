@@ -108,7 +108,7 @@ func run() int {
 	signal.Notify(term, syscall.SIGTERM)
 
 	for {
-		s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: *tenant, Logger: log})
+		s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: *tenant, TTL: *ttl, Logger: log})
 		if err != nil {
 			time.Sleep(*ttl / 10)
 			continue
@@ -145,13 +145,18 @@ func run() int {
 func (w *worker) serve(m *ownership.Member, s *correctnesslease.Session, term <-chan os.Signal) bool {
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
+	events := m.Events()
 	for {
 		select {
 		case <-term:
 			return true
 		case <-s.Done():
 			return false
-		case ev := <-m.Events():
+		case ev, ok := <-events:
+			if !ok { // the member stopped; s.Done follows
+				events = nil
+				continue
+			}
 			tag := "ACQ"
 			if ev.Kind == ownership.Revoked {
 				tag = "REV"
