@@ -77,7 +77,10 @@ func joinOurs(ctx context.Context, cli *clientv3.Client, group, name string, par
 			select {
 			case <-bm.stop:
 				return
-			case ev := <-m.Events():
+			case ev, ok := <-m.Events():
+				if !ok {
+					return
+				}
 				if ev.Kind == ownership.Acquired {
 					obs.acquired(ev.Partition.ID(), bm.name)
 				} else {

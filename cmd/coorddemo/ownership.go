@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -149,24 +150,38 @@ type ownOwner struct {
 	token int64
 }
 
-// ownWaitMap waits until every partition is owned by a member in ids other than
-// the excluded names, and returns partition -> owner.
+// ownWaitMap waits until every partition is held by the member its target
+// assigns it to, every member in ids but the excluded names holds some, and
+// nothing moves for 300 ms; it returns partition -> owner.
 func ownWaitMap(ctx context.Context, cli *clientv3.Client, ids map[string]string, exclude map[string]bool, timeout time.Duration) (map[int]ownOwner, bool) {
 	deadline := time.Now().Add(timeout)
+	var last map[int]ownOwner
+	var since time.Time
 	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
 		m, err := ownership.Snapshot(ctx, cli, "demo", ownGroup)
-		if err == nil {
-			out := map[int]ownOwner{}
-			for _, a := range m.Owners {
-				if name, ok := ids[a.Owner]; ok && !exclude[name] {
-					out[a.Partition] = ownOwner{name, a.Token.Revision()}
-				}
-			}
-			if len(out) == ownPartitions {
-				return out, true
+		if err != nil {
+			continue
+		}
+		out := map[int]ownOwner{}
+		holders := map[string]bool{}
+		for _, a := range m.Owners {
+			if name, ok := ids[a.Owner]; ok && !exclude[name] && a.Owner == a.Target {
+				out[a.Partition] = ownOwner{name, a.Revision}
+				holders[name] = true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		if len(out) != ownPartitions || len(holders) != len(ids)-len(exclude) {
+			last = nil
+			continue
+		}
+		if !maps.Equal(out, last) {
+			last, since = out, time.Now()
+			continue
+		}
+		if time.Since(since) >= 300*time.Millisecond {
+			return out, true
+		}
 	}
 	return nil, false
 }
@@ -284,9 +299,14 @@ func runOwner(args []string) int {
 	started := map[[2]int64]bool{}
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
+	events := m.Events()
 	for {
 		select {
-		case ev := <-m.Events():
+		case ev, ok := <-events:
+			if !ok { // the member stopped (its session was lost): the story is over for it
+				events = nil
+				continue
+			}
 			if ev.Kind == ownership.Acquired && !started[[2]int64{int64(ev.Partition.ID()), ev.Partition.Token().Revision()}] {
 				started[[2]int64{int64(ev.Partition.ID()), ev.Partition.Token().Revision()}] = true
 				go writer(ev.Partition)
