@@ -35,6 +35,18 @@ func TestNoLeaderIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cache.Close()
+	// A session made while the cluster was healthy: its TryAcquire, once the quorum
+	// is gone, must say why it failed — no leader (it said only "context deadline
+	// exceeded").
+	held, err := correctnesslease.NewSession(ctx, lone, correctnesslease.Config{Tenant: "noleader", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // bounded: the revoke cannot commit while the quorum is gone
+		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer ccancel()
+		_ = held.Close(cctx)
+	}()
 
 	for _, m := range cluster.Members[1:] {
 		if err := m.Pause(); err != nil {
@@ -68,6 +80,14 @@ func TestNoLeaderIsReported(t *testing.T) {
 	check("correctnesslease.NewSession", err)
 	_, err = correctnesslease.Observe(rctx, lone, "noleader", "job")
 	check("correctnesslease.Observe", err)
+	tctx, tcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer tcancel()
+	_, err = correctnesslease.TryAcquire(tctx, held, "job")
+	// etcd's client retries the refused write until ctx ends, so the call ends with
+	// ctx (its error says cancelled, not retryable) — but it names the cause.
+	if !errors.Is(err, coord.ErrNoLeader) {
+		t.Errorf("correctnesslease.TryAcquire against a leaderless member = %v; want it to match coord.ErrNoLeader", err)
+	}
 	// failstatic: the watch stream (require-leader) is ended by the member; the
 	// cache keeps serving and says why in its log and Status().LastError.
 	for {

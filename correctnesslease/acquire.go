@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 // Acquire takes the lease name for session s, waiting in FIFO order (by create
@@ -38,7 +39,9 @@ func Acquire(ctx context.Context, s *Session, name string) (*Lease, error) {
 
 // TryAcquire is Acquire without waiting: when any earlier key exists (someone
 // holds the lease or waits for it) it removes its own key and returns an error
-// matching ErrHeld. It blocks for one or two RPCs, bounded by ctx.
+// matching ErrHeld. It blocks for one or two RPCs, bounded by ctx; when the etcd
+// member it reaches has no leader, it fails when ctx ends with an error that also
+// matches coord.ErrNoLeader.
 func TryAcquire(ctx context.Context, s *Session, name string) (*Lease, error) {
 	return acquire(ctx, s, name, false, true)
 }
@@ -85,6 +88,11 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 	// as well as with ctx: Close waits for this goroutine.
 	qctx, qcancel := context.WithCancel(ctx)
 	defer qcancel()
+	if !wait {
+		// A member cut off from its quorum refuses the write (etcd's client retries
+		// it until ctx ends), so TryAcquire's error names the cause: coord.ErrNoLeader.
+		qctx = clientv3.WithRequireLeader(qctx)
+	}
 	defer context.AfterFunc(l.ctx, qcancel)()
 
 	resp, err := l.queue(qctx)
@@ -114,8 +122,9 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 		// session queues the same key meanwhile; l unregisters once settled.
 		s.unknownQueues.Add(1)
 		l.fenceUnknown(err)
+		err = etcderr.Classify(err)
 		if cause := ended(ctx); cause != nil {
-			err = fmt.Errorf("%v: %w", err, &coord.AuthorityLostError{Lease: prefix, Reason: coord.LossCancelled, Err: cause})
+			err = fmt.Errorf("%w: %w", err, &coord.AuthorityLostError{Lease: prefix, Reason: coord.LossCancelled, Err: cause})
 		}
 		return nil, fmt.Errorf("correctnesslease: acquire %s: queue: %w", prefix, err)
 	}
