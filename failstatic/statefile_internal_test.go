@@ -1,6 +1,7 @@
 package failstatic
 
 import (
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -58,4 +59,86 @@ func TestStateFileRoundTripAndCorruption(t *testing.T) {
 func isReason(err error, reason string) bool {
 	var sfe *StateFileError
 	return errors.As(err, &sfe) && sfe.Reason == reason
+}
+
+// A file that is exactly a whole header saying "no payload" is not truncated:
+// the header is complete and consistent, it is the empty payload that is
+// refused. One byte less is truncated.
+func TestStateFileOfAHeaderAloneIsNotTruncated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	b, err := encodeState(kindSnapshot, snapshotFile{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(nil)
+	header := append(append(b[:11:11], sum[:]...), make([]byte, 8)...) // magic, version, kind; empty checksum; length 0
+	for _, tc := range []struct {
+		file   []byte
+		reason string
+	}{{header, "payload"}, {header[:len(header)-1], "truncated"}} {
+		if err := os.WriteFile(path, tc.file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readSnapshotFile(path, "/tenants/a/config/", true); !isReason(err, tc.reason) {
+			t.Fatalf("a %d-byte file (header %d) with an empty payload: %v, want Reason %s", len(tc.file), headerLen, err, tc.reason)
+		}
+	}
+}
+
+// The confirmation sidecar moves a snapshot's confirmed time only when it is
+// sound and names that very snapshot (the watched key or prefix and the
+// revision); otherwise it is ignored and the snapshot's own time stands.
+func TestConfirmFileCountsOnlyForItsSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	const watched = "/tenants/a/config/"
+	write := func(name string, kind uint8, v any) string {
+		b, err := encodeState(kind, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := writeAtomic(path, b); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := write("good", kindConfirm, confirmFile{Watched: watched, Revision: 42, ConfirmedNs: 77})
+	if ns, ok := readConfirmFile(good, watched, 42); !ok || ns != 77 {
+		t.Fatalf("sound sidecar: %d, %v, want 77, true", ns, ok)
+	}
+	for name, path := range map[string]string{
+		"missing":          filepath.Join(dir, "missing"),
+		"another prefix":   write("other", kindConfirm, confirmFile{Watched: "/tenants/b/config/", Revision: 42, ConfirmedNs: 77}),
+		"another revision": write("older", kindConfirm, confirmFile{Watched: watched, Revision: 41, ConfirmedNs: 77}),
+		"a snapshot file":  write("snap", kindSnapshot, confirmFile{Watched: watched, Revision: 42, ConfirmedNs: 77}),
+	} {
+		if ns, ok := readConfirmFile(path, watched, 42); ok || ns != 0 {
+			t.Errorf("%s: %d, %v, want it ignored (0, false)", name, ns, ok)
+		}
+	}
+}
+
+// A snapshot at revision 1 — a fresh etcd, nothing under the prefix yet — is
+// one etcd could have served: it is sound.
+func TestSnapshotOfAFreshEtcdIsSound(t *testing.T) {
+	f := snapshotFile{Watched: "/tenants/a/config/", IsPrefix: true, Revision: 1}
+	if err := f.check(); err != nil {
+		t.Fatalf("snapshot at revision 1 with no keys: %v, want sound", err)
+	}
+}
+
+// A state file that cannot be put in place (here: its path is a directory, so
+// the rename fails) is an error, and the temp file is removed.
+func TestWriteAtomicFailureIsReportedAndCleanedUp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	if err := os.MkdirAll(filepath.Join(path, "occupied"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomic(path, []byte("x")); err == nil {
+		t.Fatal("writeAtomic over a non-empty directory = nil, want the rename's error")
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".state.tmp-*")); len(leftovers) != 0 {
+		t.Fatalf("temp files left after a failed write: %v", leftovers)
+	}
 }
