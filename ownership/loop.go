@@ -25,9 +25,13 @@ func (m *Member) run(rev int64) {
 	retry.Stop()
 	defer retry.Stop()
 	attempt := 0
-	memberRev, targetRev := rev, rev
+	memberRev, targetRev, partRev := rev, rev, rev
 	mch := m.g.cli.Watch(m.ctx, m.g.keys.memberPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	tch := m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(rev+1))
+	partitions := func(from int64) clientv3.WatchChan {
+		return m.g.cli.Watch(m.ctx, m.g.keys.partitions, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+	}
+	pch := partitions(rev + 1)
 	if !m.evaluate() {
 		retry.Reset(backoff.Delay(attempt))
 		attempt++
@@ -51,6 +55,19 @@ func (m *Member) run(rev int64) {
 			if from, restart := progress(wr, ok, &targetRev); restart {
 				tch = m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(from))
 			}
+		case wr, ok := <-pch:
+			// Deletes of partition keys: a waiting slot tries again. No
+			// evaluation: the assignment does not depend on them.
+			for _, ev := range wr.Events {
+				if p, _, ok := m.g.keys.parsePartitionKey(string(ev.Kv.Key), m.g.cfg.Partitions); ok {
+					m.freed(p)
+				}
+			}
+			if from, restart := progress(wr, ok, &partRev); restart {
+				m.freedAll()
+				pch = partitions(from)
+			}
+			continue
 		case <-retry.C:
 		}
 		if m.ctx.Err() != nil {

@@ -44,6 +44,7 @@ type Member struct {
 
 	events  chan Event
 	dropped atomic.Int64
+	rpcs    chan struct{} // cap maxConcurrentRPCs: acquisitions and releases in flight
 
 	ctx      context.Context // cancelled when the member stops: ends the loop and acquisitions
 	cancel   context.CancelFunc
@@ -120,6 +121,7 @@ func (g *Group) Join(ctx context.Context, s *correctnesslease.Session, meta map[
 		loopDone: make(chan struct{}),
 		done:     make(chan struct{}),
 		slots:    map[int]*slot{},
+		rpcs:     make(chan struct{}, maxConcurrentRPCs),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {

@@ -10,11 +10,12 @@ import (
 )
 
 // slot is one partition this member wants or holds, with the goroutine that
-// acquires it (correctnesslease.Acquire: FIFO behind the current holder's key,
-// so a planned handoff completes the moment the old owner releases), holds it
-// and gives it up.
+// acquires it (correctnesslease.TryAcquire, again each time a key of the
+// partition is deleted, so a planned handoff completes the moment the old owner
+// releases), holds it and gives it up.
 type slot struct {
 	p       int
+	freed   chan struct{}      // cap 1: a key of the partition was deleted (or the watch restarted)
 	since   time.Time          // when the target gave it to this member
 	actx    context.Context    // bounds the acquisition and the lease
 	acancel context.CancelFunc // called once the slot is done with the lease
@@ -64,7 +65,7 @@ func (m *Member) revokeCauseLocked(sl *slot) error {
 }
 
 func (m *Member) startLocked(p int) {
-	sl := &slot{p: p, since: time.Now()}
+	sl := &slot{p: p, since: time.Now(), freed: make(chan struct{}, 1)}
 	// Not derived from m.ctx: stopping revokes held partitions (and cancels
 	// waiting ones) through reconcileLocked, and a held one is released
 	// before its acquisition context ends.
@@ -80,22 +81,9 @@ func (m *Member) hold(sl *slot) {
 	defer m.ended(sl)
 	defer sl.acancel()
 	name := LeaseName(m.g.cfg.Group, sl.p)
-	var l *correctnesslease.Lease
-	for attempt := 0; ; attempt++ {
-		var err error
-		l, err = correctnesslease.Acquire(sl.actx, m.s, name)
-		if err == nil {
-			break
-		}
-		if sl.actx.Err() != nil || m.s.Err() != nil {
-			return
-		}
-		// A fence still landing (ErrAlreadyQueued), the key deleted while
-		// waiting, etcd unreachable: try again while wanted.
-		m.log.Warn("ownership: acquire failed; retrying", "partition", sl.p, "err", err)
-		if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(sl.actx, coord.SystemClock(), attempt) != nil {
-			return
-		}
+	l := m.acquire(sl, name)
+	if l == nil {
+		return
 	}
 	part := newPartition(sl.p, l)
 	m.mu.Lock()
@@ -134,23 +122,123 @@ func (m *Member) hold(sl *slot) {
 	m.release(l)
 }
 
-// release deletes the partition's key (guarded by its create revision), retried
-// with backoff for up to a TTL while the session lives; past that the key goes
-// with the session's lease or stays until the session ends.
+// acquire takes the partition's lease with TryAcquire, at most
+// maxConcurrentRPCs at a time per member (a member given a thousand partitions
+// must not starve its own keepalive), and while someone else's key is there
+// waits for a delete under the partition's prefix (one watch per member, in
+// run) and tries again. It returns nil once the partition is no longer wanted
+// or the session is lost.
+func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
+	recheck := time.NewTimer(time.Hour)
+	defer recheck.Stop()
+	for attempt := 0; ; {
+		if !m.acquireSlot(sl.actx) {
+			return nil
+		}
+		l, err := correctnesslease.TryAcquire(sl.actx, m.s, name)
+		m.releaseSlot()
+		switch {
+		case err == nil:
+			return l
+		case sl.actx.Err() != nil || m.s.Err() != nil:
+			return nil
+		case errors.Is(err, correctnesslease.ErrHeld):
+			// Held (or queued for) by someone else: wait for a delete, with
+			// a TTL as a safety net against a missed event.
+			attempt = 0
+			recheck.Reset(m.s.TTL())
+			select {
+			case <-sl.freed:
+			case <-recheck.C:
+			case <-sl.actx.Done():
+				return nil
+			}
+			recheck.Stop()
+		default:
+			// A fence still landing (ErrAlreadyQueued), etcd unreachable:
+			// try again while wanted.
+			m.log.Warn("ownership: acquire failed; retrying", "partition", sl.p, "err", err)
+			if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(sl.actx, coord.SystemClock(), attempt) != nil {
+				return nil
+			}
+			attempt++
+		}
+	}
+}
+
+// maxConcurrentRPCs bounds the acquisitions and releases a member has in
+// flight at once.
+const maxConcurrentRPCs = 16
+
+func (m *Member) acquireSlot(ctx context.Context) bool {
+	select {
+	case m.rpcs <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (m *Member) releaseSlot() { <-m.rpcs }
+
+// freed tells the slot of partition p (if any) that a key of it was deleted.
+func (m *Member) freed(p int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sl := m.slots[p]; sl != nil {
+		select {
+		case sl.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// freedAll tells every slot to try again (the partitions watch restarted and
+// may have missed deletes).
+func (m *Member) freedAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sl := range m.slots {
+		select {
+		case sl.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// release deletes the partition's key (guarded by its create revision): the
+// next owner, waiting for that delete, acquires at once. It retries with
+// backoff for as long as the session lives (a key left behind would keep the
+// partition from its next owner until the session ends), except after Close,
+// which gives up after one TTL: the session's end or expiry frees the key then.
 func (m *Member) release(l *correctnesslease.Lease) {
-	deadline := time.Now().Add(m.s.TTL())
+	var deadline time.Time
 	for attempt := 0; ; attempt++ {
+		m.acquireSlot(context.Background())
 		ctx, cancel := context.WithTimeout(context.Background(), m.s.TTL()/3)
 		err := l.Release(ctx)
 		cancel()
+		m.releaseSlot()
 		if err == nil || m.s.Err() != nil {
 			return
 		}
-		if time.Now().After(deadline) {
-			m.log.Error("ownership: could not release a partition; it is freed when the session ends", "lease", l.Name(), "err", err)
+		select {
+		case <-m.hurry:
+			if deadline.IsZero() {
+				deadline = time.Now().Add(m.s.TTL())
+			}
+		default:
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			m.log.Error("ownership: could not release a partition after Close; it is freed when the session ends", "lease", l.Name(), "err", err)
 			return
 		}
-		_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(context.Background(), coord.SystemClock(), attempt)
+		m.log.Warn("ownership: release failed; retrying", "lease", l.Name(), "err", err)
+		select {
+		case <-m.s.Done():
+			return
+		case <-time.After((coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Delay(attempt)):
+		}
 	}
 }
 
