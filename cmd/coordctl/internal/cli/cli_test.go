@@ -181,6 +181,60 @@ func TestReadCommandsAgainstRealServers(t *testing.T) {
 	}
 }
 
+// TestOwnershipMapAgainstRealServers reads the ownership groups a real etcd
+// holds: a settled group (partition → owner and its token, as the members see
+// them) and one whose member has gone (every partition unowned).
+func TestOwnershipMapAgainstRealServers(t *testing.T) {
+	e := testenv.New(t)
+	e.SeedOwnership(t)
+	r := newRunner(t, e)
+	var ms []admin.OwnershipMap
+	r.decode(&ms, "ownership", "map")
+	if len(ms) != 2 || ms[0].Group != testenv.OwnedGroup || ms[1].Group != testenv.AbandonedGroup {
+		t.Fatalf("ownership map = %+v", ms)
+	}
+	g := ms[0]
+	if g.Partitions != testenv.OwnedPartitions || g.Unowned != 0 || g.Moving != 0 || len(g.Members) != 2 || g.Members[0].Owns+g.Members[1].Owns != testenv.OwnedPartitions {
+		t.Fatalf("%s: %+v", testenv.OwnedGroup, g)
+	}
+	held := map[string]string{} // token -> owner, from the members themselves
+	for _, m := range e.Owners {
+		for _, p := range m.Owned() {
+			held[p.Token().String()] = m.ID()
+		}
+	}
+	for _, p := range g.Owners {
+		if held[p.Token] != p.Owner || p.Owner == "" || p.SinceRevision == 0 || !strings.HasSuffix(p.Lease, ".invoices."+strconv.Itoa(p.Partition)) {
+			t.Fatalf("partition %+v: the members hold %v", p, held)
+		}
+	}
+	if a := ms[1]; a.Partitions != testenv.AbandonedPartitions || a.Unowned != testenv.AbandonedPartitions || len(a.Members) != 0 || a.Moving != testenv.AbandonedPartitions {
+		t.Fatalf("%s (its member closed): %+v", testenv.AbandonedGroup, a)
+	}
+	r.decode(&ms, "ownership", "map", testenv.Tenant, testenv.AbandonedGroup)
+	if len(ms) != 1 || ms[0].Group != testenv.AbandonedGroup {
+		t.Fatalf("ownership map %s %s = %+v", testenv.Tenant, testenv.AbandonedGroup, ms)
+	}
+	out, errs, code := r.run("ownership", "map", testenv.Tenant)
+	for _, w := range []string{"acme/" + testenv.OwnedGroup, "PARTITIONS", "(unowned)", "Unowned:           " + strconv.Itoa(testenv.AbandonedPartitions), g.Owners[0].Token} {
+		if code != cli.ExitOK || !strings.Contains(out, w) {
+			t.Fatalf("ownership map (exit %d) lacks %q:\n%s%s", code, w, out, errs)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"ownership", "map", "acme", "a/b"}, cli.ExitError, "invalid config Group"},
+		{[]string{"ownership", "map", "a", "b", "c"}, cli.ExitUsage, "takes [TENANT [GROUP]]"},
+	} {
+		if _, errs, code := r.run(c.args...); code != c.code || !strings.Contains(errs, c.want) {
+			t.Fatalf("coordctl %s: exit %d (want %d), stderr %q (want %q)", strings.Join(c.args, " "), code, c.code, errs, c.want)
+		}
+	}
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // sagaRow reads what a mutation may change.

@@ -84,6 +84,36 @@ TENANT SERVICE, that service (shown even when nobody is registered).`,
 	}
 }
 
+func (a *app) ownershipCmd() *cobra.Command {
+	c := &cobra.Command{Use: "ownership", Short: "Partition ownership groups (package ownership)"}
+	m := &cobra.Command{
+		Use:   "map [TENANT [GROUP]]",
+		Short: "Partition → owner, target, token, since; unowned and moving counts",
+		Long: `Show ownership groups' maps: for each partition the member holding it, the member the
+assignment gives it to, the holder's fencing token and the revision it holds it
+since, and how many members wait for it. Without arguments, every group of every
+tenant; with TENANT, that tenant's groups; with TENANT GROUP, that group.`,
+		Args: func(cmd *cobra.Command, got []string) error {
+			if len(got) > 2 {
+				return usageError{errorf("%s takes [TENANT [GROUP]]; got %d arguments", cmd.CommandPath(), len(got))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, arg []string) error {
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			arg = append(arg, "", "")
+			ms, err := a.adm.Ownership(ctx, arg[0], arg[1])
+			if err != nil {
+				return err
+			}
+			return a.print(ms, view.Ownership(ms))
+		},
+	}
+	c.AddCommand(m)
+	return c
+}
+
 func (a *app) fencesCmd() *cobra.Command {
 	c := &cobra.Command{Use: "fences", Short: "pgfence rows: the highest token each lease presented"}
 	var prefix string

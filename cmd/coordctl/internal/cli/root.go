@@ -82,7 +82,7 @@ func Main(ctx context.Context, args []string, sio IO) int {
 func (a *app) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "coordctl",
-		Short: "The operator's tool for coordkit: leases, members, fences, outbox, sagas, idempotency keys, config",
+		Short: "The operator's tool for coordkit: leases, members, ownership, fences, outbox, sagas, idempotency keys, config",
 		Long: `coordctl reads and repairs what coordkit keeps in etcd and PostgreSQL.
 
 It is read-only unless a command that changes something is given --confirm (or a
@@ -98,7 +98,7 @@ PostgreSQL. See docs/coordctl.md.`,
 	}
 	a.g.register(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.overviewCmd(), a.leasesCmd(), a.membersCmd(), a.fencesCmd(), a.outboxCmd(), a.sagaCmd(), a.idemCmd(),
+	root.AddCommand(a.overviewCmd(), a.leasesCmd(), a.membersCmd(), a.ownershipCmd(), a.fencesCmd(), a.outboxCmd(), a.sagaCmd(), a.idemCmd(),
 		a.configCmd(), a.auditCmd(), a.migrateCmd(), a.serveCmd())
 	return root
 }

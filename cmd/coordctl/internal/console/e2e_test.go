@@ -129,9 +129,9 @@ func auditCount(t *testing.T, e *testenv.Env, action, target, outcome string) in
 
 // TestConsoleInABrowser is the on-call's path: the overview, the stuck saga's
 // page and its Retry button, the parked event and its Requeue button, the lease
-// map, the members — clicked in headless chromium against real etcd and
-// PostgreSQL, with the effect checked in PostgreSQL and in the audit table, a
-// stale form refused, and a page updated live without a reload.
+// map, the members, the ownership map — clicked in headless chromium against
+// real etcd and PostgreSQL, with the effect checked in PostgreSQL and in the
+// audit table, a stale form refused, and a page updated live without a reload.
 func TestConsoleInABrowser(t *testing.T) {
 	e := testenv.New(t)
 	e.Seed(t)
@@ -285,6 +285,22 @@ func TestConsoleInABrowser(t *testing.T) {
 	if text = textOf("main"); strings.Contains(text, "checkout-7d9f") || !strings.Contains(text, "ledger-0") {
 		t.Fatalf("members filtered to %s:\n%s", testenv.OtherService, text)
 	}
+	// The ownership map: a settled group and one whose member has gone.
+	e.SeedOwnership(t)
+	must("ownership", chromedp.Navigate(base+"/ownership"), chromedp.WaitVisible(chromedp.CSS("#grp-"+testenv.Tenant+"-"+testenv.AbandonedGroup)))
+	text = textOf("#grp-" + testenv.Tenant + "-" + testenv.OwnedGroup)
+	for _, m := range e.Owners {
+		for _, p := range m.Owned() {
+			if !strings.Contains(text, p.Token().String()) {
+				t.Fatalf("ownership map lacks partition %d's token %s held by %s:\n%s", p.ID(), p.Token(), m.ID(), text)
+			}
+		}
+	}
+	if text = textOf("#grp-" + testenv.Tenant + "-" + testenv.AbandonedGroup); !strings.Contains(text, "(unowned)") || !strings.Contains(text, fmt.Sprintf("%d\nunowned", testenv.AbandonedPartitions)) {
+		t.Fatalf("the abandoned group does not show its %d partitions unowned:\n%s", testenv.AbandonedPartitions, text)
+	}
+	shoot(t, ctx, shots, "ownership")
+
 	must("audit", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.CSS("table")))
 	shoot(t, ctx, shots, "audit")
 }

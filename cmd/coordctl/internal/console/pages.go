@@ -17,11 +17,12 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/view"
 	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/ownership"
 	"github.com/coordkit/coordkit/saga"
 )
 
 // pageNames are the templates/*.html pages besides layout.html.
-var pageNames = []string{"overview", "sagas", "saga", "outbox", "leases", "members", "audit", "result", "login"}
+var pageNames = []string{"overview", "sagas", "saga", "outbox", "leases", "members", "ownership", "audit", "result", "login"}
 
 var funcs = template.FuncMap{
 	"ts":  view.TS,
@@ -125,7 +126,8 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, saga.ErrWrongState), errors.Is(err, saga.ErrPastPivot), errors.Is(err, outbox.ErrNotParked):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, audit.ErrInvalid), errors.Is(err, saga.ErrInvalidConfig), errors.Is(err, membership.ErrInvalidConfig), errors.Is(err, errBadForm):
+	case errors.Is(err, audit.ErrInvalid), errors.Is(err, saga.ErrInvalidConfig), errors.Is(err, membership.ErrInvalidConfig),
+		errors.Is(err, ownership.ErrInvalidConfig), errors.Is(err, errBadForm):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
@@ -225,6 +227,57 @@ func (s *Server) membersPage(ctx context.Context, r *http.Request) (string, any,
 	var err error
 	d.Services, err = s.adm.Members(ctx, d.Tenant, d.Service)
 	return "Members", d, err
+}
+
+// ownershipData is the ownership map page.
+type ownershipData struct {
+	Tenant, Group string
+	Groups        []ownershipGroup
+}
+
+// ownershipGroup is one group as the page shows it: each member's colour, and
+// the partitions listed (every one up to maxPartitionRows, beyond that only
+// those not settled).
+type ownershipGroup struct {
+	admin.OwnershipMap
+	Color  map[string]int
+	Rows   []admin.PartitionOwner
+	Hidden int
+}
+
+// maxPartitionRows is the most partitions the page lists one by one; the map
+// above the table shows them all.
+const maxPartitionRows = 256
+
+func (s *Server) ownershipPage(ctx context.Context, r *http.Request) (string, any, error) {
+	q := r.URL.Query()
+	d := ownershipData{Tenant: q.Get("tenant"), Group: q.Get("group")}
+	if d.Group != "" && d.Tenant == "" {
+		return "Ownership", d, fmt.Errorf("%w: a group needs its tenant", errBadForm)
+	}
+	ms, err := s.adm.Ownership(ctx, d.Tenant, d.Group)
+	for _, m := range ms {
+		g := ownershipGroup{OwnershipMap: m, Color: map[string]int{}, Rows: m.Owners}
+		for i, x := range m.Members {
+			g.Color[x.ID] = i % 8
+		}
+		for _, p := range m.Owners {
+			if _, ok := g.Color[p.Owner]; !ok && p.Owner != "" {
+				g.Color[p.Owner] = 8 // a holder whose member key is gone
+			}
+		}
+		if len(m.Owners) > maxPartitionRows {
+			g.Rows = nil
+			for _, p := range m.Owners {
+				if p.Owner == "" || p.Owner != p.Target || p.Waiting > 0 {
+					g.Rows = append(g.Rows, p)
+				}
+			}
+			g.Hidden = len(m.Owners) - len(g.Rows)
+		}
+		d.Groups = append(d.Groups, g)
+	}
+	return "Ownership", d, err
 }
 
 func (s *Server) auditPage(ctx context.Context, r *http.Request) (string, any, error) {

@@ -1,9 +1,10 @@
 // Package console is coordctl's web console: server-rendered html/template pages
 // over the admin package (overview, sagas with their step timeline and
 // retry/resolve/cancel, parked events with requeue/discard, the lease map, the
-// registered members, the audit trail), live through server-sent events, with
-// embedded assets and no JavaScript build step. Every mutating form carries a
-// CSRF token; the server binds loopback unless a token or mTLS guards it.
+// ownership map, the registered members, the audit trail), live through
+// server-sent events, with embedded assets and no JavaScript build step. Every
+// mutating form carries a CSRF token; the server binds loopback unless a token
+// or mTLS guards it.
 package console
 
 import (
@@ -109,6 +110,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /outbox/parked/{id}/{action}", s.parkedAction)
 	mux.HandleFunc("GET /leases", s.page("leases", s.leasesPage))
 	mux.HandleFunc("GET /members", s.page("members", s.membersPage))
+	mux.HandleFunc("GET /ownership", s.page("ownership", s.ownershipPage))
 	mux.HandleFunc("GET /audit", s.page("audit", s.auditPage))
 	mux.HandleFunc("GET /live", s.live)
 	s.mux = mux

@@ -27,6 +27,7 @@ import (
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/ownership"
 	"github.com/coordkit/coordkit/saga"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -49,6 +50,12 @@ const (
 	// one of OtherService.
 	MemberService = "checkout"
 	OtherService  = "ledger-api"
+	// SeedOwnership: OwnedGroup's partitions held by two members, and
+	// AbandonedGroup, whose only member has closed: every partition unowned.
+	OwnedGroup          = "invoices"
+	OwnedPartitions     = 6
+	AbandonedGroup      = "reports"
+	AbandonedPartitions = 3
 )
 
 // Env is the world: servers, an admin over them, and what Seed made.
@@ -60,6 +67,7 @@ type Env struct {
 
 	Holder    *correctnesslease.Lease
 	Members   []*membership.Registration // MemberService's two, then OtherService's
+	Owners    []*ownership.Member        // OwnedGroup's two (after SeedOwnership)
 	ParkedID  outbox.ID
 	StateFile string
 }
@@ -183,6 +191,61 @@ func (e *Env) seedMembers(t testing.TB) {
 		must(t, err)
 		e.Members = append(e.Members, r)
 	}
+}
+
+// SeedOwnership makes OwnedGroup, settled (every partition held by the member
+// the target names), and AbandonedGroup, whose member joined, held every
+// partition and closed. It is apart from Seed: its partitions are correctness
+// leases too, and the lease tests count those of Seed.
+func (e *Env) SeedOwnership(t testing.TB) {
+	t.Helper()
+	ctx := Ctx(t)
+	join := func(group string, p int, zone string) *ownership.Member {
+		g, err := ownership.New(e.Cli, ownership.Config{Tenant: Tenant, Group: group, Partitions: p, DrainTimeout: 100 * time.Millisecond, Logger: Logger(t)})
+		must(t, err)
+		s, err := correctnesslease.NewSession(ctx, e.Cli, correctnesslease.Config{Tenant: Tenant, TTL: 10 * time.Second, Logger: Logger(t)})
+		must(t, err)
+		m, err := g.Join(ctx, s, map[string]string{"zone": zone})
+		must(t, err)
+		go func() { // acknowledge revokes at once, as a drained worker would
+			for ev := range m.Events() {
+				if ev.Kind == ownership.Revoked {
+					ev.Partition.Done()
+				}
+			}
+		}()
+		t.Cleanup(func() {
+			_ = m.Close()
+			<-m.Done()
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.Close(c)
+		})
+		return m
+	}
+	settled := func(group string, p, members int) func() bool {
+		return func() bool {
+			m, err := ownership.Snapshot(ctx, e.Cli, Tenant, group)
+			if err != nil || m.Partitions != p || len(m.Members) != members || m.Unowned() != 0 {
+				return false
+			}
+			for _, a := range m.Owners {
+				if a.Owner != a.Target {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	e.Owners = []*ownership.Member{join(OwnedGroup, OwnedPartitions, "eu-west-1a"), join(OwnedGroup, OwnedPartitions, "eu-west-1b")}
+	Wait(t, OwnedGroup+"'s partitions held by both members as the target assigns them", settled(OwnedGroup, OwnedPartitions, 2))
+	gone := join(AbandonedGroup, AbandonedPartitions, "eu-west-1c")
+	Wait(t, AbandonedGroup+"'s partitions held by its member", settled(AbandonedGroup, AbandonedPartitions, 1))
+	must(t, gone.Close())
+	Wait(t, AbandonedGroup+"'s partitions released", func() bool {
+		m, err := ownership.Snapshot(ctx, e.Cli, Tenant, AbandonedGroup)
+		return err == nil && m.Unowned() == AbandonedPartitions
+	})
 }
 
 // Wait polls cond every 20 ms for at most 30 s and fails the test naming what.

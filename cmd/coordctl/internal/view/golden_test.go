@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -113,6 +114,25 @@ func init() {
 	emptySvc := []admin.Service{{Tenant: "acme", Service: "billing", Members: []admin.Member{}, Revision: 1311}}
 	fixtures["members-service-empty"] = fx(emptySvc, view.Members(emptySvc))
 
+	part := func(p int, owner, target string, rev int64, waiting int) admin.PartitionOwner {
+		lease := "/tenants/acme/elections/ownership.invoices." + itoa(int64(p))
+		po := admin.PartitionOwner{Partition: p, Owner: owner, Target: target, Lease: lease, Waiting: waiting}
+		if owner != "" {
+			po.Token, po.SinceRevision = lease+"@"+itoa(rev), rev
+		}
+		return po
+	}
+	om := []admin.OwnershipMap{
+		{Tenant: "acme", Group: "invoices", Partitions: 4, Unowned: 1, Moving: 2, TargetRevision: 1290, Revision: 1311,
+			Members: []admin.OwnershipOwner{{ID: "694d8f3a2c1b0e07", Owns: 2, Metadata: map[string]string{"zone": "eu-west-1a"}},
+				{ID: "694d8f3a2c1b0e2a", Owns: 1, Metadata: map[string]string{}}},
+			Owners: []admin.PartitionOwner{part(0, "694d8f3a2c1b0e07", "694d8f3a2c1b0e07", 1207, 0), part(1, "694d8f3a2c1b0e07", "694d8f3a2c1b0e2a", 1208, 1),
+				part(2, "694d8f3a2c1b0e2a", "694d8f3a2c1b0e2a", 1300, 0), part(3, "", "694d8f3a2c1b0f00", 0, 0)}},
+		{Tenant: "acme", Group: "new", Members: []admin.OwnershipOwner{}, Owners: []admin.PartitionOwner{}, Revision: 1311},
+	}
+	fixtures["ownership-map"] = fx(om, view.Ownership(om))
+	fixtures["ownership-map-empty"] = fx([]admin.OwnershipMap{}, view.Ownership(nil))
+
 	ov := admin.Overview{At: t1, LeasesHeld: 12, LeasesWaiting: 4, Members: 3, Services: 2, FenceRejectionsLastHour: &zero, FenceRejectionsSource: "http://prometheus:9090",
 		Outbox: &st, Sagas: []admin.SagaSummary{{Type: "order", State: "running", Count: 31, OldestSince: t0, OldestAgeSeconds: 4521},
 			{Type: "transfer", State: "needs_human", Count: 1, OldestSince: t1, OldestAgeSeconds: 60}}, NeedsHuman: 1}
@@ -131,6 +151,8 @@ func init() {
 	dry.DryRun, dry.AuditID, dry.At = true, 0, time.Time{}
 	fixtures["saga-retry-dry-run"] = fx(dry, view.Change(dry, view.Saga(list)[:1], view.Saga(list)[:1]))
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func fx(v any, doc view.Doc) struct {
 	v   any

@@ -88,6 +88,33 @@ func count(n int, noun string) string {
 	return itoa(n) + " " + noun + "s"
 }
 
+// Ownership is `ownership map`: per group its figures, members and partitions.
+func Ownership(ms []admin.OwnershipMap) Doc {
+	if len(ms) == 0 {
+		return Doc{{Header: []string{"TENANT", "GROUP"}, Empty: "no ownership groups"}}
+	}
+	var d Doc
+	for _, m := range ms {
+		d = append(d, Section{Title: m.Tenant + "/" + m.Group, Fields: [][2]string{{"Partitions", itoa(m.Partitions)},
+			{"Members", itoa(len(m.Members))}, {"Unowned", itoa(m.Unowned)}, {"Moving", itoa(m.Moving)},
+			{"Target revision", itoa(m.TargetRevision)}, {"Read at revision", itoa(m.Revision)}}})
+		ms := Section{Title: "MEMBERS", Header: []string{"ID", "OWNS", "METADATA"}, Empty: "(no members)"}
+		for _, x := range m.Members {
+			ms.Rows = append(ms.Rows, []string{x.ID, itoa(x.Owns), Metadata(x.Metadata)})
+		}
+		ps := Section{Title: "PARTITIONS", Header: []string{"PARTITION", "OWNER", "TARGET", "TOKEN", "SINCE", "WAITING"}, Empty: "(no target written)"}
+		for _, p := range m.Owners {
+			owner, token, since := "(unowned)", "-", "-"
+			if p.Owner != "" {
+				owner, token, since = p.Owner, p.Token, "rev "+itoa(p.SinceRevision)
+			}
+			ps.Rows = append(ps.Rows, []string{itoa(p.Partition), owner, p.Target, token, since, itoa(p.Waiting)})
+		}
+		d = append(d, ms, ps)
+	}
+	return d
+}
+
 // Metadata formats a member's metadata as k=v pairs sorted by key.
 func Metadata(md map[string]string) string {
 	pairs := make([]string, 0, len(md))
