@@ -65,12 +65,7 @@ func (a *app) membersCmd() *cobra.Command {
 instance, address, metadata, etcd lease and the revision it registered at. Without
 arguments, every service of every tenant; with TENANT, that tenant's services; with
 TENANT SERVICE, that service (shown even when nobody is registered).`,
-		Args: func(cmd *cobra.Command, got []string) error {
-			if len(got) > 2 {
-				return usageError{errorf("%s takes [TENANT [SERVICE]]; got %d arguments", cmd.CommandPath(), len(got))}
-			}
-			return nil
-		},
+		Args: argsUpTo(2, "[TENANT [SERVICE]]"),
 		RunE: func(cmd *cobra.Command, arg []string) error {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
@@ -93,12 +88,7 @@ func (a *app) ownershipCmd() *cobra.Command {
 assignment gives it to, the holder's fencing token and the revision it holds it
 since, and how many members wait for it. Without arguments, every group of every
 tenant; with TENANT, that tenant's groups; with TENANT GROUP, that group.`,
-		Args: func(cmd *cobra.Command, got []string) error {
-			if len(got) > 2 {
-				return usageError{errorf("%s takes [TENANT [GROUP]]; got %d arguments", cmd.CommandPath(), len(got))}
-			}
-			return nil
-		},
+		Args: argsUpTo(2, "[TENANT [GROUP]]"),
 		RunE: func(cmd *cobra.Command, arg []string) error {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()

@@ -177,6 +177,16 @@ func args(n int, names string) cobra.PositionalArgs {
 	}
 }
 
+// argsUpTo is cobra.MaximumNArgs(n) whose error is a usageError.
+func argsUpTo(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, got []string) error {
+		if len(got) > n {
+			return usageError{fmt.Errorf("%s takes %s; got %d arguments", cmd.CommandPath(), names, len(got))}
+		}
+		return nil
+	}
+}
+
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
