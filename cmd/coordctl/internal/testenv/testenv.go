@@ -242,9 +242,9 @@ func (e *Env) SeedOwnership(t testing.TB) {
 	gone := join(AbandonedGroup, AbandonedPartitions, "eu-west-1c")
 	Wait(t, AbandonedGroup+"'s partitions held by its member", settled(AbandonedGroup, AbandonedPartitions, 1))
 	must(t, gone.Close())
-	Wait(t, AbandonedGroup+"'s partitions released", func() bool {
+	Wait(t, AbandonedGroup+"'s partitions and member key released", func() bool {
 		m, err := ownership.Snapshot(ctx, e.Cli, Tenant, AbandonedGroup)
-		return err == nil && m.Unowned() == AbandonedPartitions
+		return err == nil && m.Unowned() == AbandonedPartitions && len(m.Members) == 0
 	})
 }
 
