@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -81,6 +82,53 @@ func TestAssignBoundAndStability(t *testing.T) {
 	t.Logf("largest moves - ⌈P/N⌉ over %d sequences of %d steps: %d", seqs, steps, worstExcess)
 }
 
+// TestHRWExceedsTheBound records why the assignment is not plain rendezvous
+// hashing: over random joins (P=1000, N from 1 to 30),
+// HRW moves more than ⌈P/N⌉+1 partitions on a sizeable share of joins (its
+// moves are binomial around P/N), while assign never does.
+func TestHRWExceedsTheBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(22, 2))
+	const p = 1000
+	over, joins := 0, 0
+	for s := 0; s < 6; s++ {
+		var members []string
+		cur := make([]string, p)
+		for n := 1; n <= 30; n++ {
+			members = append(members, fmt.Sprintf("m%d-%d", s, rng.IntN(1<<30)))
+			next := hrw(p, members)
+			if n > 1 {
+				joins++
+				if moves(cur, next) > (p+n-1)/n+1 {
+					over++
+				}
+			}
+			cur = next
+		}
+	}
+	if over == 0 {
+		t.Fatal("HRW never exceeded the bound: this test no longer shows why assign exists")
+	}
+	t.Logf("HRW moved more than ⌈P/N⌉+1 on %d of %d joins (%.0f%%)", over, joins, 100*float64(over)/float64(joins))
+}
+
+// hrw is plain rendezvous hashing: each partition goes to the member with the
+// highest hash of (member, partition).
+func hrw(p int, members []string) []string {
+	out := make([]string, p)
+	for i := range out {
+		var best uint64
+		for _, m := range members {
+			h := fnv.New64a()
+			h.Write([]byte(m))
+			h.Write([]byte{byte(i), byte(i >> 8), byte(i >> 16)})
+			if v := mix(h.Sum64()); out[i] == "" || v > best {
+				out[i], best = m, v
+			}
+		}
+	}
+	return out
+}
+
 // check asserts that a target is complete, balanced and a fixed point.
 func check(t *testing.T, p int, members, target []string) {
 	t.Helper()
@@ -108,4 +156,14 @@ func TestAssignNoMembers(t *testing.T) {
 	if got[0] != "" || got[1] != "" {
 		t.Fatalf("assign with no members = %q", got)
 	}
+}
+
+// mix is splitmix64's finalizer, so that FNV's weak mixing of short inputs does
+// not bias HRW.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
