@@ -172,6 +172,28 @@ func TestHostAndHeaders(t *testing.T) {
 	}
 }
 
+// TestMembersAndOwnershipPages: a filter naming a service or group without its
+// tenant is a bad request; a group of more than 256 partitions lists only those
+// not settled (here none), its map showing them all.
+func TestMembersAndOwnershipPages(t *testing.T) {
+	e := testenv.New(t)
+	const p = 300
+	e.Join(t, "big", p, "eu-west-1a")
+	e.WaitSettled(t, "big", p, 1)
+	base := serve(t, e, console.Config{Actor: "carol"})
+	c := client(t)
+	for _, u := range []string{"/members?service=checkout", "/ownership?group=big", "/members?tenant=a%2Fb", "/ownership?tenant=acme&group=a%2Fb"} {
+		if resp, body := get(t, c, base+u, nil); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `class="error"`) {
+			t.Errorf("GET %s: status %d, want 400 with the error shown", u, resp.StatusCode)
+		}
+	}
+	resp, body := get(t, c, base+"/ownership?tenant="+testenv.Tenant+"&group=big", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "the 300 settled ones are not listed") || !strings.Contains(body, "every partition is settled") ||
+		strings.Count(body, `<span class="p c0"`) != p {
+		t.Fatalf("ownership page of a settled group of %d: status %d, %d partitions on the map:\n%s", p, resp.StatusCode, strings.Count(body, `<span class="p c0"`), body)
+	}
+}
+
 // TestTokenLogin: with a token, nothing but the login page and static assets
 // is served until the token is presented (bearer header or the login form).
 func TestTokenLogin(t *testing.T) {

@@ -8,6 +8,7 @@ package testenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -199,52 +200,62 @@ func (e *Env) seedMembers(t testing.TB) {
 // leases too, and the lease tests count those of Seed.
 func (e *Env) SeedOwnership(t testing.TB) {
 	t.Helper()
-	ctx := Ctx(t)
-	join := func(group string, p int, zone string) *ownership.Member {
-		g, err := ownership.New(e.Cli, ownership.Config{Tenant: Tenant, Group: group, Partitions: p, DrainTimeout: 100 * time.Millisecond, Logger: Logger(t)})
-		must(t, err)
-		s, err := correctnesslease.NewSession(ctx, e.Cli, correctnesslease.Config{Tenant: Tenant, TTL: 10 * time.Second, Logger: Logger(t)})
-		must(t, err)
-		m, err := g.Join(ctx, s, map[string]string{"zone": zone})
-		must(t, err)
-		go func() { // acknowledge revokes at once, as a drained worker would
-			for ev := range m.Events() {
-				if ev.Kind == ownership.Revoked {
-					ev.Partition.Done()
-				}
-			}
-		}()
-		t.Cleanup(func() {
-			_ = m.Close()
-			<-m.Done()
-			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = s.Close(c)
-		})
-		return m
-	}
-	settled := func(group string, p, members int) func() bool {
-		return func() bool {
-			m, err := ownership.Snapshot(ctx, e.Cli, Tenant, group)
-			if err != nil || m.Partitions != p || len(m.Members) != members || m.Unowned() != 0 {
-				return false
-			}
-			for _, a := range m.Owners {
-				if a.Owner != a.Target {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	e.Owners = []*ownership.Member{join(OwnedGroup, OwnedPartitions, "eu-west-1a"), join(OwnedGroup, OwnedPartitions, "eu-west-1b")}
-	Wait(t, OwnedGroup+"'s partitions held by both members as the target assigns them", settled(OwnedGroup, OwnedPartitions, 2))
-	gone := join(AbandonedGroup, AbandonedPartitions, "eu-west-1c")
-	Wait(t, AbandonedGroup+"'s partitions held by its member", settled(AbandonedGroup, AbandonedPartitions, 1))
+	e.Owners = []*ownership.Member{e.Join(t, OwnedGroup, OwnedPartitions, "eu-west-1a"), e.Join(t, OwnedGroup, OwnedPartitions, "eu-west-1b")}
+	e.WaitSettled(t, OwnedGroup, OwnedPartitions, 2)
+	gone := e.Join(t, AbandonedGroup, AbandonedPartitions, "eu-west-1c")
+	e.WaitSettled(t, AbandonedGroup, AbandonedPartitions, 1)
 	must(t, gone.Close())
 	Wait(t, AbandonedGroup+"'s partitions and member key released", func() bool {
-		m, err := ownership.Snapshot(ctx, e.Cli, Tenant, AbandonedGroup)
+		m, err := ownership.Snapshot(Ctx(t), e.Cli, Tenant, AbandonedGroup)
 		return err == nil && m.Unowned() == AbandonedPartitions && len(m.Members) == 0
+	})
+}
+
+// Join makes a member of Tenant's group of p partitions on a session of its
+// own, with metadata zone, that acknowledges revokes at once (as a drained
+// worker would); it leaves when the test ends.
+func (e *Env) Join(t testing.TB, group string, p int, zone string) *ownership.Member {
+	t.Helper()
+	ctx := Ctx(t)
+	g, err := ownership.New(e.Cli, ownership.Config{Tenant: Tenant, Group: group, Partitions: p, DrainTimeout: 100 * time.Millisecond, Logger: Logger(t)})
+	must(t, err)
+	s, err := correctnesslease.NewSession(ctx, e.Cli, correctnesslease.Config{Tenant: Tenant, TTL: 10 * time.Second, Logger: Logger(t)})
+	must(t, err)
+	m, err := g.Join(ctx, s, map[string]string{"zone": zone})
+	must(t, err)
+	go func() {
+		for ev := range m.Events() {
+			if ev.Kind == ownership.Revoked {
+				ev.Partition.Done()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = m.Close()
+		<-m.Done()
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(c)
+	})
+	return m
+}
+
+// WaitSettled waits until group has p partitions and members members, every
+// partition held by the member its target names.
+func (e *Env) WaitSettled(t testing.TB, group string, p, members int) {
+	t.Helper()
+	ctx := Ctx(t)
+	Wait(t, fmt.Sprintf("%s's %d partitions held by its %d members as the target assigns them", group, p, members), func() bool {
+		m, err := ownership.Snapshot(ctx, e.Cli, Tenant, group)
+		if err != nil || m.Partitions != p || len(m.Members) != members || m.Unowned() != 0 {
+			return false
+		}
+		for _, a := range m.Owners {
+			if a.Owner != a.Target {
+				return false
+			}
+		}
+		return true
 	})
 }
 
