@@ -72,8 +72,23 @@ func (p *noopPublisher) Publish(_ context.Context, msgs []outbox.Message) []erro
 }
 
 // rawDrain is the textbook relay: claim a batch with FOR UPDATE SKIP LOCKED,
-// "publish", mark (or delete), commit.
-func rawDrain(b *testing.B, db *pgxpool.Pool, del bool) int {
+// "publish", mark (or delete), commit; workers loops run side by side (no
+// per-key order across them).
+func rawDrain(b *testing.B, db *pgxpool.Pool, del bool, workers int) int {
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			total.Add(int64(rawDrainLoop(b, db, del)))
+		}()
+	}
+	wg.Wait()
+	return int(total.Load())
+}
+
+func rawDrainLoop(b *testing.B, db *pgxpool.Pool, del bool) int {
 	ctx := context.Background()
 	total := 0
 	mark := `UPDATE ob SET published_at = clock_timestamp() WHERE seq = ANY($1)`
@@ -103,7 +118,8 @@ WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, outbox
 			return err
 		})
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return total
 		}
 		if len(seqs) == 0 {
 			return total
@@ -112,57 +128,116 @@ WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, outbox
 	}
 }
 
-func runRelayUntil(b *testing.B, ob *outbox.Outbox, db *pgxpool.Pool, pub outbox.Publisher, want int64, published func() int64) {
-	r, err := ob.NewRelay(db, pub)
+// benchPool is a pool on db's schema with room for several relays (each holds
+// a LISTEN connection beside its batches) and producers.
+func benchPool(b *testing.B, db *coordtest.PostgresDB, maxConns int) *pgxpool.Pool {
+	b.Helper()
+	p, err := pgxpool.New(context.Background(), db.URL+"&pool_max_conns="+strconv.Itoa(maxConns))
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(p.Close)
+	return p
+}
+
+// runRelaysUntil runs relays relays until published() reaches want.
+func runRelaysUntil(b *testing.B, ob *outbox.Outbox, db *pgxpool.Pool, pub outbox.Publisher, relays int, want int64, published func() int64) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { r.Run(ctx); close(done) }()
+	var wg sync.WaitGroup
+	for range relays {
+		r, err := ob.NewRelay(db, pub)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Run(ctx) }()
+	}
 	for published() < want {
 		time.Sleep(2 * time.Millisecond)
 	}
 	cancel()
-	<-done
+	wg.Wait()
+}
+
+// orderChecker is a no-op publisher that checks per-key order on the preloaded
+// backlog (event i has key i mod 1000, so a key's previous event is seq−1000):
+// an event handed over before its key's previous event ever was is a violation.
+type orderChecker struct {
+	mu         sync.Mutex
+	base       int64 // lowest seq of the backlog
+	seen       []bool
+	n          atomic.Int64 // first deliveries
+	violations atomic.Int64
+}
+
+func newOrderChecker(b *testing.B, db *pgxpool.Pool, n int) *orderChecker {
+	c := &orderChecker{seen: make([]bool, n)}
+	if err := db.QueryRow(context.Background(), `SELECT min(seq) FROM ob`).Scan(&c.base); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func (c *orderChecker) Publish(_ context.Context, msgs []outbox.Message) []error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		i := m.Seq - c.base
+		if c.seen[i] {
+			continue // a duplicate: allowed (at least once)
+		}
+		if i >= 1000 && !c.seen[i-1000] {
+			c.violations.Add(1)
+		}
+		c.seen[i] = true
+		c.n.Add(1)
+	}
+	return nil
 }
 
 func BenchmarkOutboxDrain(b *testing.B) {
 	n := benchEvents()
 	for _, mode := range []string{"mark", "delete"} {
 		del := mode == "delete"
-		b.Run("raw-skiplocked-"+mode, func(b *testing.B) {
-			var elapsed time.Duration
-			for range b.N {
-				db := coordtest.Postgres(b)
-				newBenchOutbox(b, db.Pool, outbox.Config{})
-				preload(b, db.Pool, n)
-				start := time.Now()
-				if got := rawDrain(b, db.Pool, del); got != n {
-					b.Fatalf("drained %d of %d", got, n)
+		for _, par := range []int{1, 4} {
+			b.Run(fmt.Sprintf("raw-skiplocked-%s-%dw", mode, par), func(b *testing.B) {
+				var elapsed time.Duration
+				for range b.N {
+					db := coordtest.Postgres(b)
+					pool := benchPool(b, db, 2*par+2)
+					newBenchOutbox(b, pool, outbox.Config{})
+					preload(b, pool, n)
+					start := time.Now()
+					if got := rawDrain(b, pool, del, par); got != n {
+						b.Fatalf("drained %d of %d", got, n)
+					}
+					elapsed += time.Since(start)
 				}
-				elapsed += time.Since(start)
-			}
-			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
-		})
-		b.Run("coordkit-relay-"+mode, func(b *testing.B) {
-			var elapsed time.Duration
-			for range b.N {
-				db := coordtest.Postgres(b)
-				ob := newBenchOutbox(b, db.Pool, outbox.Config{BatchSize: outboxBatch, DeleteOnPublish: del, PruneInterval: time.Hour})
-				preload(b, db.Pool, n)
-				pub := &noopPublisher{}
-				start := time.Now()
-				runRelayUntil(b, ob, db.Pool, pub, int64(n), pub.n.Load)
-				elapsed += time.Since(start)
-				var left int
-				db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ob WHERE published_at IS NULL`).Scan(&left)
-				if left != 0 {
-					b.Fatalf("%d left", left)
+				b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
+			})
+			b.Run(fmt.Sprintf("coordkit-relay-%s-%dr", mode, par), func(b *testing.B) {
+				var elapsed time.Duration
+				for range b.N {
+					db := coordtest.Postgres(b)
+					pool := benchPool(b, db, 2*par+2)
+					ob := newBenchOutbox(b, pool, outbox.Config{BatchSize: outboxBatch, DeleteOnPublish: del, PruneInterval: time.Hour})
+					preload(b, pool, n)
+					pub := newOrderChecker(b, pool, n)
+					start := time.Now()
+					runRelaysUntil(b, ob, pool, pub, par, int64(n), pub.n.Load)
+					elapsed += time.Since(start)
+					var left int
+					pool.QueryRow(context.Background(), `SELECT count(*) FROM ob WHERE published_at IS NULL`).Scan(&left)
+					if left != 0 {
+						b.Fatalf("%d left", left)
+					}
+					if v := pub.violations.Load(); v != 0 {
+						b.Fatalf("%d events handed over before their key's previous event", v)
+					}
 				}
-			}
-			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
-		})
+				b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
+			})
+		}
 	}
 	b.Run("watermill-forwarder-defaults", func(b *testing.B) { benchWatermill(b, n, 0) })
 	b.Run("watermill-forwarder-batch500", func(b *testing.B) { benchWatermill(b, n, outboxBatch) })
@@ -266,15 +341,22 @@ SELECT gen_random_uuid(), 'bench', 'k' || (i % 1000), 'bench.event', '{"i":' || 
 	}
 }
 
-// BenchmarkOutboxLag offers 1,000 events/s (each its own EnqueueTx transaction)
-// for 10 s (20 producers, each paced by a ticker) to one relay with default
-// settings and reports the created → handed to the publisher lag, and the
-// commit acknowledged → handed to the publisher lag (which excludes the
-// producer's own commit latency).
+// BenchmarkOutboxLag offers events (each its own EnqueueTx transaction) for 10 s
+// from producers each paced by a ticker, to relays with default settings, and
+// reports the created → handed to the publisher lag, and the commit
+// acknowledged → handed to the publisher lag (which excludes the producer's own
+// commit latency): 1,000 events/s to one relay, 5,000 events/s to 4 relays.
 func BenchmarkOutboxLag(b *testing.B) {
+	b.Run("1relay-1000/s", func(b *testing.B) { benchLag(b, 1, 20, 1000) })
+	b.Run("4relays-5000/s", func(b *testing.B) { benchLag(b, 4, 50, 5000) })
+}
+
+func benchLag(b *testing.B, relays, producers, perSecond int) {
+	const seconds = 10
 	for range b.N {
 		db := coordtest.Postgres(b)
-		ob := newBenchOutbox(b, db.Pool, outbox.Config{})
+		pool := benchPool(b, db, producers+3*relays+2)
+		ob := newBenchOutbox(b, pool, outbox.Config{})
 		var mu sync.Mutex
 		var lags []float64
 		var pubAt sync.Map // event id → time handed to the publisher
@@ -288,11 +370,13 @@ func BenchmarkOutboxLag(b *testing.B) {
 			return nil
 		})
 		var committedAt sync.Map // event id → commit acknowledged
-		r, _ := ob.NewRelay(db.Pool, pub)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { r.Run(ctx); close(done) }()
-		const producers, perSecond, seconds = 20, 1000, 10
+		var rwg sync.WaitGroup
+		for range relays {
+			r, _ := ob.NewRelay(pool, pub)
+			rwg.Add(1)
+			go func() { defer rwg.Done(); r.Run(ctx) }()
+		}
 		var wg sync.WaitGroup
 		var sent atomic.Int64
 		start := time.Now()
@@ -300,12 +384,12 @@ func BenchmarkOutboxLag(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				tick := time.NewTicker(time.Second * producers / perSecond)
+				tick := time.NewTicker(time.Second * time.Duration(producers) / time.Duration(perSecond))
 				defer tick.Stop()
 				for i := 0; time.Since(start) < seconds*time.Second; i++ {
 					<-tick.C
 					var id outbox.ID
-					err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+					err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 						var err error
 						id, err = ob.EnqueueTx(ctx, tx, outbox.Event{Topic: "bench", Key: fmt.Sprintf("p%dk%d", p, i%50), Type: "t", Payload: []byte(`{}`), JSON: true})
 						return err
@@ -330,7 +414,7 @@ func BenchmarkOutboxLag(b *testing.B) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cancel()
-		<-done
+		rwg.Wait()
 		slices.Sort(lags)
 		var fromCommit []float64
 		committedAt.Range(func(k, v any) bool {
