@@ -15,6 +15,7 @@ import (
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -178,8 +179,8 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	})
 	defer stop()
 
-	// One connection, an explicit transaction driven in three round trips:
-	// BEGIN+lock, claim, mark+COMMIT (plus one to record failures, if any). On any error the transaction is rolled back
+	// One connection, an explicit transaction driven in two round trips:
+	// BEGIN + lock + claim, mark + COMMIT (plus one to record failures, if any). On any error the transaction is rolled back
 	// (or the connection dropped by the pool, which discards a connection that is
 	// still in a transaction), which releases the key locks.
 	pc, err := r.db.Acquire(ctx)
@@ -216,71 +217,44 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 }
 
 // claim locks up to BatchSize rows' worth of keys and returns their pending rows,
-// per key a prefix in seq order that stops before a row not yet due.
+// per key a prefix in seq order that stops before a row not yet due: one round
+// trip (BEGIN, settings, the locking scan, the claim).
 func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
-	keys := map[string]bool{}
-	var key string
-	var seq, maxSeq int64
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	// Custom plans, always: a cached generic plan of the two claim queries (which
-	// cannot see the batch size and the seq bound) can read every pending row.
-	b.Queue("SET LOCAL plan_cache_mode = force_custom_plan")
-	b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass).Query(func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&key, &seq}, func() error {
-			keys[key] = true
-			maxSeq = max(maxSeq, seq)
-			return nil
-		})
-		return err
-	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("lock keys: %w", err)
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	locked := make([]string, 0, len(keys))
-	for k := range keys {
-		locked = append(locked, k)
-	}
-	rows, err := tx.Query(ctx, r.o.sql.claim, maxSeq, 4*r.cfg.BatchSize, locked)
-	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
-	}
-	defer rows.Close()
 	var msgs []Message
 	stopped := map[string]bool{}
-	for rows.Next() {
-		var m Message
-		var id, payload, headers string
-		var due bool
-		if err := rows.Scan(&m.Seq, &id, &m.Topic, &m.Key, &m.Type, &payload, &headers, &m.CreatedAt, &m.Attempt, &due); err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
-		}
-		if !keys[m.Key] {
-			continue // a key this relay did not lock
-		}
-		if len(msgs) >= r.cfg.BatchSize {
-			break // rows committed since the locking scan; cutting the tail keeps per-key prefixes
-		}
-		if stopped[m.Key] || !due {
-			stopped[m.Key] = true
-			continue
-		}
-		if m.ID, err = ParseID(id); err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
-		}
-		m.Payload = []byte(payload)
-		if headers != "{}" {
-			if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
-				return nil, fmt.Errorf("claim: headers of %s: %w", id, err)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(batchSettings)
+	b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass)
+	b.Queue(r.o.sql.claim, 4*r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var m Message
+			var id pgtype.UUID
+			var payload, headers string
+			var due bool
+			if err := rows.Scan(&m.Seq, &id, &m.Topic, &m.Key, &m.Type, &payload, &headers, &m.CreatedAt, &m.Attempt, &due); err != nil {
+				return err
 			}
+			if len(msgs) >= r.cfg.BatchSize {
+				break // rows committed since the locking scan; cutting the tail keeps per-key prefixes
+			}
+			if stopped[m.Key] || !due {
+				stopped[m.Key] = true
+				continue
+			}
+			m.ID = ID(id.Bytes)
+			m.Payload = []byte(payload)
+			if headers != "{}" {
+				if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
+					return fmt.Errorf("headers of %s: %w", m.ID, err)
+				}
+			}
+			m.Attempt++
+			msgs = append(msgs, m)
 		}
-		m.Attempt++
-		msgs = append(msgs, m)
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	return msgs, nil
@@ -391,10 +365,6 @@ func (r *Relay) sortOutcomes(ctx context.Context, msgs []Message, errs []error) 
 // other keys nor lets the failing key loop without ever reaching MaxAttempts.
 func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures []failure) (lags []seqLag, fellBack bool, err error) {
 	b := &pgx.Batch{}
-	// A mark lost in a server crash only means the batch is published again
-	// (at-least-once, the inbox absorbs it), so the relay does not wait for its
-	// commit to be flushed: lower lag and higher throughput, no loss.
-	b.Queue("SET LOCAL synchronous_commit = off")
 	if len(ok) > 0 {
 		q := r.o.sql.markPublished
 		if r.cfg.DeleteOnPublish {

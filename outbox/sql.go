@@ -13,6 +13,21 @@ type statements struct {
 	requeue, discard               string
 }
 
+// The transaction-local settings by which the locking scan hands its keys and
+// highest seq to the claim.
+const (
+	claimKeys = "coordkit.outbox_claim_keys"
+	claimMax  = "coordkit.outbox_claim_max"
+)
+
+// batchSettings, first in a relay's transaction: custom plans always (a cached
+// generic plan of the claim statements, which cannot see the batch size and the
+// seq bound, can read every pending row), and a commit that does not wait for
+// its flush (a mark lost in a server crash only means the batch is published
+// again — at least once, the inbox absorbs it — so lower lag, no loss).
+const batchSettings = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true) IS NULL,
+  set_config('synchronous_commit', 'off', true) IS NULL`
+
 const cols = `id, aggregatetype, aggregateid, type, payload, payload_json, headers`
 
 func buildStatements(t, d string) statements {
@@ -31,32 +46,39 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	s.insertBatchNotify = batch + `, (SELECT pg_notify($9, '')) n ORDER BY u.ord`
 
 	// Scan pending rows in seq order, skipping keys that are parked or whose head
-	// waits for a retry (NOT IN over small sets: hashed once per statement), and try-lock each row's key: a key already driven by
-	// another relay fails the try-lock and is skipped; the scan stops after $1
-	// rows of keys this relay now holds.
-	s.lockKeys = `SELECT o.aggregateid, max(o.seq) FROM (
+	// waits for a retry (NOT IN over small sets: hashed once per statement), and
+	// try-lock each row's key: a key already driven by another relay fails the
+	// try-lock and is skipped; the scan stops after $1 rows of keys this relay now
+	// holds. It hands the locked keys and the highest seq reached to the claim
+	// through two transaction-local settings (claimKeys, claimMax), so both
+	// statements go in one round trip; it returns how many rows it reached.
+	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(DISTINCT o.aggregateid)::text, '{}'), true) IS NULL,
+  set_config('` + claimMax + `', coalesce(max(o.seq), 0)::text, true) IS NULL, count(*) FROM (
   SELECT o.aggregateid, o.seq FROM ` + t + ` o
   WHERE o.published_at IS NULL
     AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
     AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
                               AND r.next_attempt_at > clock_timestamp())
     AND pg_try_advisory_xact_lock($2::int4, hashtext(o.aggregateid))
-  ORDER BY o.seq LIMIT $1) o GROUP BY o.aggregateid`
-	// With the key locks held, a fresh snapshot: the pending rows up to the
-	// highest seq the locking scan reached, in seq order, of the keys it locked
-	// (only those: rows of keys held elsewhere or waiting for a retry must not
-	// fill the LIMIT and starve this relay; per key, a prefix from the true head: no lower bound,
-	// since a key's first rows may have been skipped while another relay held it).
-	// The LIMIT (a multiple of the batch) keeps the planner on the ordered index
-	// scan even when statistics still count published rows as pending; cutting
-	// the tail keeps every key's rows a prefix, so it is safe.
+  ORDER BY o.seq LIMIT $1) o`
+	// With the key locks held, a fresh snapshot (the next statement): the pending
+	// rows up to the highest seq the locking scan reached, in seq order, of the
+	// keys it locked (only those: rows of keys held elsewhere or waiting for a
+	// retry must not fill the LIMIT and starve this relay; per key, a prefix from
+	// the true head: no lower bound, since a key's first rows may have been
+	// skipped while another relay held it). The keys are a hashed semi-join (a
+	// text[] parameter would be planned as a constant of BatchSize elements every
+	// batch, a setting compared element by element). The LIMIT (a multiple of the
+	// batch) bounds the read when rows of the locked keys were committed since the
+	// scan; cutting the tail keeps every key's rows a prefix, so it is safe.
 	// Authoritative: it sees every mark committed by a previous holder of a key.
 	s.claim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
-WHERE o.published_at IS NULL AND o.seq <= $1 AND o.aggregateid = ANY($3::text[])
-  AND NOT EXISTS (SELECT 1 FROM ` + d + ` d WHERE d.aggregateid = o.aggregateid)
-ORDER BY o.seq LIMIT $2`
+WHERE o.published_at IS NULL AND o.seq <= current_setting('` + claimMax + `')::bigint
+  AND o.aggregateid IN (SELECT unnest(current_setting('` + claimKeys + `')::text[]))
+  AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
+ORDER BY o.seq LIMIT $1`
 	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
 RETURNING seq, extract(epoch FROM published_at - created_at)::float8 * 1000`
 	s.deletePublished = `DELETE FROM ` + t + ` WHERE seq = ANY($1::bigint[])
