@@ -27,8 +27,9 @@ import (
 //
 //	cd bench && go test -run '^$' -bench Outbox -benchtime 1x .
 //
-// OUTBOX_BENCH_EVENTS sets the backlog (default 50000), OUTBOX_BENCH_ROUNDS the
-// rounds of the sustained benchmark (default 6).
+// OUTBOX_BENCH_EVENTS sets the backlog (default 50000), OUTBOX_BENCH_PAIRS the
+// interleaved raw/relay pairs of the drain benchmark (default 3),
+// OUTBOX_BENCH_ROUNDS the rounds of the sustained benchmark (default 6).
 
 const outboxBatch = 500
 
@@ -195,52 +196,81 @@ func (c *orderChecker) Publish(_ context.Context, msgs []outbox.Message) []error
 	return nil
 }
 
+// BenchmarkOutboxDrain: per mode (mark, delete) and parallelism (1 and 4), the
+// raw loop and the relay drain the same backlog, interleaved pair by pair
+// (OUTBOX_BENCH_PAIRS, default 3; which one goes first alternates), so both see
+// the same machine load; it reports the medians and the median of the pairs'
+// ratios. The relays' publisher checks per-key order on every hand-over.
 func BenchmarkOutboxDrain(b *testing.B) {
 	n := benchEvents()
+	pairs := 3
+	if p, err := strconv.Atoi(os.Getenv("OUTBOX_BENCH_PAIRS")); err == nil && p > 0 {
+		pairs = p
+	}
 	for _, mode := range []string{"mark", "delete"} {
 		del := mode == "delete"
 		for _, par := range []int{1, 4} {
-			b.Run(fmt.Sprintf("raw-skiplocked-%s-%dw", mode, par), func(b *testing.B) {
-				var elapsed time.Duration
-				for range b.N {
-					db := coordtest.Postgres(b)
-					pool := benchPool(b, db, 2*par+2)
-					newBenchOutbox(b, pool, outbox.Config{})
-					preload(b, pool, n)
-					start := time.Now()
-					if got := rawDrain(b, pool, del, par); got != n {
-						b.Fatalf("drained %d of %d", got, n)
+			b.Run(fmt.Sprintf("%s-%d", mode, par), func(b *testing.B) {
+				var raw, relay, ratio []float64
+				for i := range pairs * b.N {
+					var r, c float64
+					if i%2 == 0 {
+						r, c = drainRaw(b, n, del, par), drainRelay(b, n, del, par)
+					} else {
+						c, r = drainRelay(b, n, del, par), drainRaw(b, n, del, par)
 					}
-					elapsed += time.Since(start)
+					raw, relay, ratio = append(raw, r), append(relay, c), append(ratio, c/r)
+					b.Logf("pair %d: raw %.0f, relay %.0f events/s: %.2f×", i+1, r, c, c/r)
 				}
-				b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
-			})
-			b.Run(fmt.Sprintf("coordkit-relay-%s-%dr", mode, par), func(b *testing.B) {
-				var elapsed time.Duration
-				for range b.N {
-					db := coordtest.Postgres(b)
-					pool := benchPool(b, db, 2*par+2)
-					ob := newBenchOutbox(b, pool, outbox.Config{BatchSize: outboxBatch, DeleteOnPublish: del, PruneInterval: time.Hour})
-					preload(b, pool, n)
-					pub := newOrderChecker(b, pool, n)
-					start := time.Now()
-					runRelaysUntil(b, ob, pool, pub, par, int64(n), pub.n.Load)
-					elapsed += time.Since(start)
-					var left int
-					pool.QueryRow(context.Background(), `SELECT count(*) FROM ob WHERE published_at IS NULL`).Scan(&left)
-					if left != 0 {
-						b.Fatalf("%d left", left)
-					}
-					if v := pub.violations.Load(); v != 0 {
-						b.Fatalf("%d events handed over before their key's previous event", v)
-					}
-				}
-				b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "events/s")
+				b.ReportMetric(median(raw), "raw-events/s")
+				b.ReportMetric(median(relay), "relay-events/s")
+				b.ReportMetric(median(ratio), "relay/raw")
 			})
 		}
 	}
 	b.Run("watermill-forwarder-defaults", func(b *testing.B) { benchWatermill(b, n, 0) })
 	b.Run("watermill-forwarder-batch500", func(b *testing.B) { benchWatermill(b, n, outboxBatch) })
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// drainRaw drains a fresh backlog of n events with workers raw loops; events/s.
+func drainRaw(b *testing.B, n int, del bool, workers int) float64 {
+	db := coordtest.Postgres(b)
+	pool := benchPool(b, db, 2*workers+2)
+	newBenchOutbox(b, pool, outbox.Config{})
+	preload(b, pool, n)
+	start := time.Now()
+	if got := rawDrain(b, pool, del, workers); got != n {
+		b.Fatalf("drained %d of %d", got, n)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// drainRelay drains a fresh backlog of n events with relays relays, checking
+// per-key order; events/s.
+func drainRelay(b *testing.B, n int, del bool, relays int) float64 {
+	db := coordtest.Postgres(b)
+	pool := benchPool(b, db, 2*relays+2)
+	ob := newBenchOutbox(b, pool, outbox.Config{BatchSize: outboxBatch, DeleteOnPublish: del, PruneInterval: time.Hour})
+	preload(b, pool, n)
+	pub := newOrderChecker(b, pool, n)
+	start := time.Now()
+	runRelaysUntil(b, ob, pool, pub, relays, int64(n), pub.n.Load)
+	rate := float64(n) / time.Since(start).Seconds()
+	var left int
+	pool.QueryRow(context.Background(), `SELECT count(*) FROM ob WHERE published_at IS NULL`).Scan(&left)
+	if left != 0 {
+		b.Fatalf("%d left", left)
+	}
+	if v := pub.violations.Load(); v != 0 {
+		b.Fatalf("%d events handed over before their key's previous event", v)
+	}
+	return rate
 }
 
 type countingWatermillPublisher struct{ n atomic.Int64 }

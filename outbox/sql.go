@@ -66,9 +66,12 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	// keys it locked (only those: rows of keys held elsewhere or waiting for a
 	// retry must not fill the LIMIT and starve this relay; per key, a prefix from
 	// the true head: no lower bound, since a key's first rows may have been
-	// skipped while another relay held it). The keys are a hashed semi-join (a
-	// text[] parameter would be planned as a constant of BatchSize elements every
-	// batch, a setting compared element by element). The LIMIT (a multiple of the
+	// skipped while another relay held it). The keys are a hashed subplan filter
+	// on the walk of the pending index in seq order ("IS TRUE" keeps PostgreSQL
+	// from turning it into a semi-join, which it may plan as a walk of the primary
+	// key through every published row below the bound); a text[] parameter would
+	// be a constant of BatchSize elements planned every batch, and a setting
+	// compared element by element, row by row. The LIMIT (a multiple of the
 	// batch) bounds the read when rows of the locked keys were committed since the
 	// scan; cutting the tail keeps every key's rows a prefix, so it is safe.
 	// Authoritative: it sees every mark committed by a previous holder of a key.
@@ -76,7 +79,7 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
 WHERE o.published_at IS NULL AND o.seq <= current_setting('` + claimMax + `')::bigint
-  AND o.aggregateid IN (SELECT unnest(current_setting('` + claimKeys + `')::text[]))
+  AND (o.aggregateid IN (SELECT unnest(current_setting('` + claimKeys + `')::text[]))) IS TRUE
   AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
 ORDER BY o.seq LIMIT $1`
 	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
