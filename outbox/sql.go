@@ -52,7 +52,7 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	// holds. It hands the locked keys and the highest seq reached to the claim
 	// through two transaction-local settings (claimKeys, claimMax), so both
 	// statements go in one round trip; it returns how many rows it reached.
-	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(DISTINCT o.aggregateid)::text, '{}'), true) IS NULL,
+	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(o.aggregateid)::text, '{}'), true) IS NULL,
   set_config('` + claimMax + `', coalesce(max(o.seq), 0)::text, true) IS NULL, count(*) FROM (
   SELECT o.aggregateid, o.seq FROM ` + t + ` o
   WHERE o.published_at IS NULL
