@@ -216,6 +216,10 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	return len(msgs), nil
 }
 
+// scanWindow bounds the locking scan, in batches: the pending rows it walks
+// looking for keys no other relay holds.
+const scanWindow = 8
+
 // claim locks up to BatchSize rows' worth of keys and returns their pending rows,
 // per key a prefix in seq order that stops before a row not yet due: one round
 // trip (BEGIN, settings, the locking scan, the claim).
@@ -225,7 +229,7 @@ func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(batchSettings)
-	b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass)
+	b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass, scanWindow*r.cfg.BatchSize)
 	b.Queue(r.o.sql.claim, 4*r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var m Message

@@ -49,18 +49,22 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	// waits for a retry (NOT IN over small sets: hashed once per statement), and
 	// try-lock each row's key: a key already driven by another relay fails the
 	// try-lock and is skipped; the scan stops after $1 rows of keys this relay now
-	// holds. It hands the locked keys and the highest seq reached to the claim
+	// holds, or after $3 pending rows (a window, so that a relay finding every key
+	// taken walks a bounded stretch instead of the whole backlog, try-locking each
+	// row). It hands the locked keys and the highest seq reached to the claim
 	// through two transaction-local settings (claimKeys, claimMax), so both
 	// statements go in one round trip; it returns how many rows it reached.
 	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(o.aggregateid)::text, '{}'), true) IS NULL,
   set_config('` + claimMax + `', coalesce(max(o.seq), 0)::text, true) IS NULL, count(*) FROM (
-  SELECT o.aggregateid, o.seq FROM ` + t + ` o
-  WHERE o.published_at IS NULL
-    AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
-    AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
-                              AND r.next_attempt_at > clock_timestamp())
-    AND pg_try_advisory_xact_lock($2::int4, hashtext(o.aggregateid))
-  ORDER BY o.seq LIMIT $1) o`
+  SELECT w.aggregateid, w.seq FROM (
+    SELECT o.aggregateid, o.seq FROM ` + t + ` o
+    WHERE o.published_at IS NULL
+      AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
+      AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
+                                AND r.next_attempt_at > clock_timestamp())
+    ORDER BY o.seq LIMIT $3) w
+  WHERE pg_try_advisory_xact_lock($2::int4, hashtext(w.aggregateid))
+  ORDER BY w.seq LIMIT $1) o`
 	// With the key locks held, a fresh snapshot (the next statement): the pending
 	// rows up to the highest seq the locking scan reached, in seq order, of the
 	// keys it locked (only those: rows of keys held elsewhere or waiting for a
