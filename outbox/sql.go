@@ -13,10 +13,11 @@ type statements struct {
 	requeue, discard               string
 }
 
-// The transaction-local settings by which the locking scan hands its keys and
-// highest seq to the claim.
+// The transaction-local settings by which the locking scan hands the claim its
+// keys and seq range.
 const (
 	claimKeys = "coordkit.outbox_claim_keys"
+	claimMin  = "coordkit.outbox_claim_min"
 	claimMax  = "coordkit.outbox_claim_max"
 )
 
@@ -51,13 +52,15 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	// try-lock and is skipped; the scan stops after $1 rows of keys this relay now
 	// holds, or after $3 pending rows (a window, so that a relay finding every key
 	// taken walks a bounded stretch instead of the whole backlog, try-locking each
-	// row). It hands the locked keys and the highest seq reached to the claim
-	// through two transaction-local settings (claimKeys, claimMax), so both
-	// statements go in one round trip; it returns how many rows it reached.
+	// row). It hands the claim, through transaction-local settings (so both
+	// statements go in one round trip), the locked keys, the highest seq reached
+	// and the window's first seq (the head of the pending rows it could claim);
+	// it returns how many rows it reached.
 	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(o.aggregateid)::text, '{}'), true) IS NULL,
-  set_config('` + claimMax + `', coalesce(max(o.seq), 0)::text, true) IS NULL, count(*) FROM (
-  SELECT w.aggregateid, w.seq FROM (
-    SELECT o.aggregateid, o.seq FROM ` + t + ` o
+  set_config('` + claimMax + `', coalesce(max(o.seq), 0)::text, true) IS NULL,
+  set_config('` + claimMin + `', coalesce(min(o.head), 0)::text, true) IS NULL, count(*) FROM (
+  SELECT w.aggregateid, w.seq, w.head FROM (
+    SELECT o.aggregateid, o.seq, first_value(o.seq) OVER (ORDER BY o.seq) AS head FROM ` + t + ` o
     WHERE o.published_at IS NULL
       AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
       AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
@@ -66,23 +69,29 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
   WHERE pg_try_advisory_xact_lock($2::int4, hashtext(w.aggregateid))
   ORDER BY w.seq LIMIT $1) o`
 	// With the key locks held, a fresh snapshot (the next statement): the pending
-	// rows up to the highest seq the locking scan reached, in seq order, of the
-	// keys it locked (only those: rows of keys held elsewhere or waiting for a
-	// retry must not fill the LIMIT and starve this relay; per key, a prefix from
-	// the true head: no lower bound, since a key's first rows may have been
-	// skipped while another relay held it). The keys are a hashed subplan filter
-	// on the walk of the pending index in seq order ("IS TRUE" keeps PostgreSQL
-	// from turning it into a semi-join, which it may plan as a walk of the primary
-	// key through every published row below the bound); a text[] parameter would
-	// be a constant of BatchSize elements planned every batch, and a setting
-	// compared element by element, row by row. The LIMIT (a multiple of the
-	// batch) bounds the read when rows of the locked keys were committed since the
-	// scan; cutting the tail keeps every key's rows a prefix, so it is safe.
-	// Authoritative: it sees every mark committed by a previous holder of a key.
+	// rows of the keys the scan locked (only those: rows of keys held elsewhere or
+	// waiting for a retry must not fill the LIMIT and starve this relay), in seq
+	// order, between the window's first seq and the highest seq the scan reached.
+	// Per key that is a prefix from the true head — including rows the scan
+	// skipped while another relay still held the key — because a locked key has
+	// no pending row below the window's first seq: it had a row in the window, so
+	// it was neither parked nor retrying in the scan's snapshot; every row of it
+	// committed since has a higher seq (enqueue serialises per key) and a requeued
+	// row comes back only to a parked key. The lower bound is what keeps this
+	// second read off the dead index entries of published rows at the head (the
+	// scan walks them once). The keys are a hashed subplan filter on the walk of
+	// the pending index ("IS TRUE" keeps PostgreSQL from turning it into a
+	// semi-join, which it may plan as a walk of the primary key through every
+	// published row in range); a text[] parameter would be a constant of BatchSize
+	// elements planned every batch. The LIMIT (a multiple of the batch) bounds the
+	// read when rows of the locked keys were committed since the scan; cutting the
+	// tail keeps every key's rows a prefix, so it is safe. Authoritative: it sees
+	// every mark, failure and parking committed by a previous holder of a key.
 	s.claim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
-WHERE o.published_at IS NULL AND o.seq <= current_setting('` + claimMax + `')::bigint
+WHERE o.published_at IS NULL
+  AND o.seq >= current_setting('` + claimMin + `')::bigint AND o.seq <= current_setting('` + claimMax + `')::bigint
   AND (o.aggregateid IN (SELECT unnest(current_setting('` + claimKeys + `')::text[]))) IS TRUE
   AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
 ORDER BY o.seq LIMIT $1`
