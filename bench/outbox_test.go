@@ -349,6 +349,7 @@ func BenchmarkOutboxSustained(b *testing.B) {
 				time.Sleep(2 * time.Millisecond)
 			}
 			rate := float64(n) / time.Since(start).Seconds()
+			b.Logf("round %d: %.0f events/s", round+1, rate)
 			if round == 0 {
 				first = rate
 			}
