@@ -1,0 +1,127 @@
+package ownership_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/ownership"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// TestShortBlackholeChangesNothing: a member's etcd connection is blackholed
+// for well under its step-down deadline (1 s with TTL 6 s: step-down at 4 s
+// after the last renewal). Nothing changes: no partition is revoked, the
+// tokens stay, and the target is not rewritten (its watches restart and the
+// recomputation finds the same target).
+func TestShortBlackholeChangesNothing(t *testing.T) {
+	res := coordtest.NewResult(t, "member's etcd connection blackholed for less than the step-down deadline: nothing revoked, nothing rewritten",
+		coordtest.Faults("member connection blackholed"))
+	defer coordtest.Report(t, res)
+	const p, ttl = 4, 6 * time.Second
+	e := coordtest.Etcd(t)
+	cli := e.Client(t)
+	tenant := testTenant(t)
+	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
+	pcli := coordtest.NewEtcdClient(t, proxy.URL())
+	cfg := ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t)}
+	g, err := ownership.New(pcli, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := correctnesslease.NewSession(ctx, pcli, correctnesslease.Config{Tenant: tenant, TTL: ttl, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	m, err := g.Join(ctx, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	coordtest.Until(t, 10*time.Second, 10*time.Millisecond, "the member holds every partition", func() bool { return len(m.Owned()) == p })
+	before := m.Owned()
+	target := "/tenants/" + tenant + "/ownership/orders/target"
+	rev := func() int64 {
+		resp, err := cli.Get(ctx, target)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("target: %v %v", resp, err)
+		}
+		return resp.Kvs[0].ModRevision
+	}
+	targetRev := rev()
+
+	holes := proxy.Stats().Blackholes
+	proxy.Blackhole()
+	res.Faults["member connection blackholed"] += proxy.Stats().Blackholes - holes
+	time.Sleep(time.Second)
+	proxy.Heal()
+	// Let the member's keepalive and watches come back, and any recomputation
+	// happen: a renewal succeeds within TTL/3.
+	time.Sleep(ttl / 2)
+	if err := s.Err(); err != nil {
+		t.Fatalf("the session lost its authority over a 1 s blackhole: %v", err)
+	}
+	after := m.Owned()
+	if len(after) != p {
+		t.Fatalf("holds %d partitions after the blackhole, want %d", len(after), p)
+	}
+	for i := range after {
+		if after[i] != before[i] || !after[i].Valid() {
+			t.Errorf("partition %d changed or invalid after a short blackhole", after[i].ID())
+		}
+	}
+	if got := rev(); got != targetRev {
+		t.Errorf("target rewritten (mod revision %d → %d) over a short blackhole", targetRev, got)
+	}
+	for len(m.Events()) > 0 { // nobody read them: every event since Join
+		if ev := <-m.Events(); ev.Kind != ownership.Acquired {
+			t.Errorf("%v partition %d (%s) over a short blackhole", ev.Kind, ev.Partition.ID(), ev.Reason)
+		}
+	}
+	res.Trials++
+	res.Outcome["dropped bytes"] = proxy.Stats().DroppedBytes
+	res.Notes = "P=4, one member, TTL 6 s, blackholed 1 s"
+}
+
+// TestPartitionKeyDeleted: an operator deletes a held partition's key. The
+// owner's context ends (Revoked, key_lost) and, the target still giving it the
+// partition, it acquires it again with a newer token.
+func TestPartitionKeyDeleted(t *testing.T) {
+	const p = 2
+	cli := coordtest.Etcd(t).Client(t)
+	tenant := testTenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
+	old := a.m.Owned()[0]
+	if _, err := cli.Delete(context.Background(), "/tenants/"+tenant+"/elections/"+ownership.LeaseName("orders", old.ID())+"/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	coordtest.Until(t, 10*time.Second, 10*time.Millisecond, "the partition acquired again with a newer token", func() bool {
+		now := a.m.Owned()
+		return len(now) == p && now[0].ID() == old.ID() && now[0].Token().Revision() > old.Token().Revision()
+	})
+	if old.Context().Err() == nil || old.Valid() {
+		t.Fatal("the old partition's context is live after its key was deleted")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var reasons []ownership.Reason
+	for _, ev := range a.events {
+		if ev.Kind == ownership.Revoked {
+			reasons = append(reasons, ev.Reason)
+		}
+	}
+	if len(reasons) != 1 || reasons[0] != ownership.ReasonKeyLost {
+		t.Fatalf("revoke reasons %v, want [key_lost]", reasons)
+	}
+}

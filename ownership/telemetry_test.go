@@ -1,0 +1,108 @@
+package ownership_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/ownership"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// TestMetrics: the owned and unowned gauges per member, the moves counter by
+// reason, the handoff histogram and the target writes counter report what
+// happened through a join and a Close.
+func TestMetrics(t *testing.T) {
+	const p = 6
+	cli := coordtest.Etcd(t).Client(t)
+	tenant := testTenant(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t), MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
+	of := func(n *node) attribute.KeyValue { return attribute.String(coord.AttrOwnershipMember, n.m.ID()) }
+	if got := collect(t, reader, coord.MetricOwnershipOwned, of(a)); got != p {
+		t.Errorf("owned = %d, want %d", got, p)
+	}
+	if got := collect(t, reader, coord.MetricOwnershipUnowned); got != 0 {
+		t.Errorf("unowned = %d, want 0", got)
+	}
+	if got := collect(t, reader, coord.MetricOwnershipRetarget); got != 1 {
+		t.Errorf("target writes = %d, want 1", got)
+	}
+	b := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p / 2, b: p / 2})
+	if got := collect(t, reader, coord.MetricOwnershipMoves, of(a), attribute.String(coord.AttrReason, string(ownership.ReasonRebalance))); got != p/2 {
+		t.Errorf("moves(rebalance) of the old owner = %d, want %d", got, p/2)
+	}
+	if got := collect(t, reader, coord.MetricOwnershipHandoff); got != p+p/2 {
+		t.Errorf("handoff histogram count = %d, want %d (every acquisition)", got, p+p/2)
+	}
+	if err := b.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
+	if got := collect(t, reader, coord.MetricOwnershipMoves, of(b), attribute.String(coord.AttrReason, string(ownership.ReasonClosed))); got != p/2 {
+		t.Errorf("moves(closed) = %d, want %d", got, p/2)
+	}
+	if got := collect(t, reader, coord.MetricOwnershipOwned, of(b)); got != 0 {
+		t.Errorf("a closed member still reports %d owned", got)
+	}
+}
+
+// collect sums the int64 data points (or counts the histogram observations) of
+// the metric name whose attributes include match.
+func collect(t testing.TB, r *sdkmetric.ManualReader, name string, match ...attribute.KeyValue) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	matches := func(s attribute.Set) bool {
+		for _, kv := range match {
+			if v, ok := s.Value(kv.Key); !ok || v != kv.Value {
+				return false
+			}
+		}
+		return true
+	}
+	var total int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					if matches(dp.Attributes) {
+						total += dp.Value
+					}
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					if matches(dp.Attributes) {
+						total += dp.Value
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					if matches(dp.Attributes) {
+						total += int64(dp.Count)
+					}
+				}
+			}
+		}
+	}
+	return total
+}
