@@ -49,6 +49,7 @@ type Member struct {
 	ctx      context.Context // cancelled when the member stops: ends the loop and acquisitions
 	cancel   context.CancelFunc
 	hurry    chan struct{} // closed by Close: revoked partitions skip the drain
+	closeBy  time.Time     // set before hurry is closed: the deadline of Close's releases
 	hurryOne sync.Once
 	slotsWG  sync.WaitGroup // the partition goroutines
 	loopDone chan struct{}
@@ -260,10 +261,11 @@ func (m *Member) Leave(ctx context.Context) error {
 // is cancelled (cause *coord.AuthorityLostError, LossReleased; event reason
 // ReasonClosed), its key released without waiting for Done, and the member key
 // deleted, so the new owners acquire without waiting for the TTL (like a crash,
-// but clean). It blocks until that is done (each release bounded by TTL/3). The
-// session is left open. Calling Close again returns nil.
+// but clean). It blocks until that is done, at most about one TTL (keys it
+// could not delete by then, etcd being unreachable, go with the session's
+// lease). The session is left open. Calling Close again returns nil.
 func (m *Member) Close() error {
-	m.hurryOne.Do(func() { close(m.hurry) })
+	m.hurryOne.Do(func() { m.closeBy = time.Now().Add(m.s.TTL()); close(m.hurry) })
 	m.stop()
 	<-m.done
 	ctx, cancel := context.WithTimeout(context.Background(), m.s.TTL()/3)
@@ -306,6 +308,3 @@ func (m *Member) deleteKey(ctx context.Context) {
 		m.log.Warn("ownership: could not delete the member key (it goes with the session's lease)", "err", etcderr.Classify(err))
 	}
 }
-
-// since reports how long ago t was.
-func since(t time.Time) time.Duration { return time.Since(t) }

@@ -94,9 +94,9 @@ func (m *Member) hold(sl *slot) {
 	}
 	sl.part = part
 	m.mu.Unlock()
-	m.in.acquired(since(sl.since))
+	m.in.acquired(time.Since(sl.since))
 	m.emit(Acquired, part, ReasonAssigned)
-	m.log.Debug("ownership: partition acquired", "partition", sl.p, "token", part.Token().String(), "after", since(sl.since))
+	m.log.Debug("ownership: partition acquired", "partition", sl.p, "token", part.Token().String(), "after", time.Since(sl.since))
 
 	<-part.ctx.Done()
 	cause := context.Cause(part.ctx)
@@ -209,28 +209,34 @@ func (m *Member) freedAll() {
 // release deletes the partition's key (guarded by its create revision): the
 // next owner, waiting for that delete, acquires at once. It retries with
 // backoff for as long as the session lives (a key left behind would keep the
-// partition from its next owner until the session ends), except after Close,
-// which gives up after one TTL: the session's end or expiry frees the key then.
+// partition from its next owner until the session ends). After Close every
+// release shares Close's deadline of one TTL; past it, or once the session is
+// lost, the keys are left to the session's lease (revoked at its Close or
+// step-down, else expiring within the TTL).
 func (m *Member) release(l *correctnesslease.Lease) {
-	var deadline time.Time
-	for attempt := 0; ; attempt++ {
-		m.acquireSlot(context.Background())
-		ctx, cancel := context.WithTimeout(context.Background(), m.s.TTL()/3)
-		err := l.Release(ctx)
-		cancel()
-		m.releaseSlot()
-		if err == nil || m.s.Err() != nil {
-			return
-		}
+	for attempt := 0; m.s.Err() == nil; attempt++ {
+		deadline := time.Now().Add(m.s.TTL() / 3)
 		select {
 		case <-m.hurry:
-			if deadline.IsZero() {
-				deadline = time.Now().Add(m.s.TTL())
+			if m.closeBy.Before(deadline) {
+				deadline = m.closeBy
 			}
 		default:
 		}
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			m.log.Error("ownership: could not release a partition after Close; it is freed when the session ends", "lease", l.Name(), "err", err)
+		if !time.Now().Before(deadline) {
+			m.log.Warn("ownership: partition not released by Close's deadline; it is freed with the session's lease", "lease", l.Name())
+			return
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		var err error
+		if m.acquireSlot(ctx) {
+			err = l.Release(ctx)
+			m.releaseSlot()
+		} else {
+			err = context.Cause(ctx)
+		}
+		cancel()
+		if err == nil {
 			return
 		}
 		m.log.Warn("ownership: release failed; retrying", "lease", l.Name(), "err", err)
