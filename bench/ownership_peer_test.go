@@ -33,11 +33,9 @@ type handRolled struct {
 
 	mu      sync.Mutex
 	held    map[int]*concurrency.Mutex
-	locking map[int]*lockAttempt
+	locking map[int]bool // a Lock in flight
+	want    map[int]bool // assigned to this member by the latest reassign
 }
-
-// lockAttempt is one Lock in flight.
-type lockAttempt struct{ stop context.CancelFunc }
 
 // joinHandRolled registers id and starts holding its partitions.
 func joinHandRolled(cli *clientv3.Client, prefix, id string, partitions, ttlSeconds int, obs *ownObserver) (*handRolled, error) {
@@ -47,7 +45,7 @@ func joinHandRolled(cli *clientv3.Client, prefix, id string, partitions, ttlSeco
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &handRolled{cli: cli, s: s, id: id, prefix: prefix, partitions: partitions, obs: obs, cancel: cancel,
-		held: map[int]*concurrency.Mutex{}, locking: map[int]*lockAttempt{}}
+		held: map[int]*concurrency.Mutex{}, locking: map[int]bool{}, want: map[int]bool{}}
 	put, err := cli.Put(ctx, prefix+"/members/"+id, "", clientv3.WithLease(s.Lease()))
 	if err != nil {
 		cancel()
@@ -81,45 +79,37 @@ func (h *handRolled) reassign(ctx context.Context) {
 	defer h.mu.Unlock()
 	for p := range h.partitions {
 		mine := rendezvous(members, p) == h.id
+		h.want[p] = mine
 		if m, ok := h.held[p]; ok && !mine {
 			delete(h.held, p)
 			h.obs.released(p, h.id, true)
 			h.wg.Add(1)
 			go func() { defer h.wg.Done(); _ = m.Unlock(context.Background()) }()
 		}
-		if a, ok := h.locking[p]; ok && !mine {
-			a.stop()
-			delete(h.locking, p)
-		}
-		if _, ok := h.held[p]; mine && !ok {
-			if _, ok := h.locking[p]; !ok {
-				h.lock(ctx, p)
-			}
+		if _, ok := h.held[p]; mine && !ok && !h.locking[p] {
+			h.lock(ctx, p)
 		}
 	}
 }
 
-// lock acquires partition p's mutex in the background (h.mu held).
+// lock acquires partition p's mutex in the background (h.mu held). A Lock in
+// flight is never cancelled (a second Lock on the same session would reuse the
+// key the first one's clean-up deletes): when it returns and the partition is
+// no longer wanted, it is unlocked at once.
 func (h *handRolled) lock(ctx context.Context, p int) {
-	lctx, stop := context.WithCancel(ctx)
-	a := &lockAttempt{stop: stop}
-	h.locking[p] = a
+	h.locking[p] = true
 	m := concurrency.NewMutex(h.s, h.prefix+"/parts/"+strconv.Itoa(p))
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		err := m.Lock(lctx)
+		err := m.Lock(ctx) // ctx ends only at leave
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		cancelled := lctx.Err() != nil
-		if h.locking[p] == a {
-			delete(h.locking, p)
-		}
-		stop()
+		delete(h.locking, p)
 		if err != nil {
-			return // cancelled: Lock removed its key
+			return
 		}
-		if cancelled { // no longer assigned
+		if !h.want[p] || ctx.Err() != nil {
 			_ = m.Unlock(context.Background())
 			return
 		}

@@ -151,10 +151,12 @@ func BenchmarkOwnershipRebalance(b *testing.B) {
 				r.join = append(r.join, last.Sub(t0))
 			}
 		}
-		for i := range 10 {
+		join(0)
+		join(1)
+		obs.takeHandoffs() // 1 → 2 is not part of the 2 → 10 → 2 cycle
+		for i := 2; i < 10; i++ {
 			join(i)
 		}
-		obs.takeHandoffs() // the first two members' initial acquisitions are not handoffs
 		for len(members) > 2 {
 			m := members[len(members)-1]
 			members = members[:len(members)-1]
