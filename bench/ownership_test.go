@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,7 +113,7 @@ func BenchmarkOwnershipRebalance(b *testing.B) {
 	e := coordtest.Etcd(b)
 	ctx := context.Background()
 	type variantResult struct {
-		join, leave, handoffs []time.Duration
+		join, leave, handoffs, joinHandoffs, leaveHandoffs []time.Duration
 	}
 	results := map[string]*variantResult{"ownership": {}, "mutex": {}}
 	n := 0
@@ -157,6 +158,7 @@ func BenchmarkOwnershipRebalance(b *testing.B) {
 		for i := 2; i < 10; i++ {
 			join(i)
 		}
+		r.joinHandoffs = append(r.joinHandoffs, obs.takeHandoffs()...)
 		for len(members) > 2 {
 			m := members[len(members)-1]
 			members = members[:len(members)-1]
@@ -171,7 +173,7 @@ func BenchmarkOwnershipRebalance(b *testing.B) {
 			}
 			r.leave = append(r.leave, last.Sub(t0))
 		}
-		r.handoffs = append(r.handoffs, obs.takeHandoffs()...)
+		r.leaveHandoffs = append(r.leaveHandoffs, obs.takeHandoffs()...)
 		for _, m := range members {
 			_ = m.leave(ctx)
 		}
@@ -186,12 +188,19 @@ func BenchmarkOwnershipRebalance(b *testing.B) {
 		}
 	}
 	o, p := results["ownership"], results["mutex"]
+	for _, r := range results {
+		r.handoffs = append(slices.Clone(r.joinHandoffs), r.leaveHandoffs...)
+	}
 	b.ReportMetric(memberMs(memberPct(o.join, 50)), "ownership-join-p50-ms")
 	b.ReportMetric(memberMs(memberPct(p.join, 50)), "mutex-join-p50-ms")
 	b.ReportMetric(memberMs(memberPct(o.leave, 50)), "ownership-leave-p50-ms")
 	b.ReportMetric(memberMs(memberPct(p.leave, 50)), "mutex-leave-p50-ms")
 	b.ReportMetric(memberMs(memberPct(o.handoffs, 50)), "ownership-handoff-p50-ms")
 	b.ReportMetric(memberMs(memberPct(o.handoffs, 99)), "ownership-handoff-p99-ms")
+	b.ReportMetric(memberMs(memberPct(o.joinHandoffs, 99)), "ownership-join-handoff-p99-ms")
+	b.ReportMetric(memberMs(memberPct(o.leaveHandoffs, 99)), "ownership-leave-handoff-p99-ms")
+	b.ReportMetric(memberMs(memberPct(p.joinHandoffs, 99)), "mutex-join-handoff-p99-ms")
+	b.ReportMetric(memberMs(memberPct(p.leaveHandoffs, 99)), "mutex-leave-handoff-p99-ms")
 	b.ReportMetric(memberMs(memberPct(p.handoffs, 50)), "mutex-handoff-p50-ms")
 	b.ReportMetric(memberMs(memberPct(p.handoffs, 99)), "mutex-handoff-p99-ms")
 	b.ReportMetric(float64(memberPct(o.join, 50))/float64(memberPct(p.join, 50)), "ownership/mutex-join")

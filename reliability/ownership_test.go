@@ -41,6 +41,7 @@ type ownRun struct {
 	etcdMembers         int      // 1: one etcd process; 3: a cluster whose leader can be restarted
 	faults              []string // in order
 	unfenced            bool     // the workers write without the fence (the scenario must notice)
+	poolConns           int      // PostgreSQL connections per worker (the server allows 100 in all)
 }
 
 // TestOwnershipPausedOwner: 3 member processes own 30 partitions and write
@@ -57,7 +58,7 @@ func TestOwnershipPausedOwner(t *testing.T) {
 		coordtest.Faults(ownFaultPause, ownFaultLate))
 	defer coordtest.Report(t, res)
 	v := runOwnership(t, ownRun{members: 3, partitions: 30, ttl: 2 * time.Second, every: 50 * time.Millisecond,
-		etcdMembers: 1, faults: []string{ownFaultPause}})
+		etcdMembers: 1, faults: []string{ownFaultPause}, poolConns: 12})
 	v.into(t, res)
 	if res.Outcome["late writes rejected"] == 0 {
 		t.Error("no late write was rejected: the fence was never exercised")
@@ -76,8 +77,8 @@ func TestOwnershipUnderFaults(t *testing.T) {
 	res := coordtest.NewResult(t, "ownership: 1,000 partitions over 10 member processes under SIGSTOP, kill -9, blackhole, etcd leader restart, rolling restart",
 		coordtest.Faults(ownFaultPause, ownFaultKill, ownFaultBlackhole, ownFaultLeader, ownFaultRolling, ownFaultLate))
 	defer coordtest.Report(t, res)
-	v := runOwnership(t, ownRun{members: 10, partitions: 1000, ttl: 5 * time.Second, every: 500 * time.Millisecond,
-		etcdMembers: 3, faults: []string{ownFaultPause, ownFaultKill, ownFaultBlackhole, ownFaultLeader, ownFaultRolling}})
+	v := runOwnership(t, ownRun{members: 10, partitions: 1000, ttl: 5 * time.Second, every: time.Second,
+		etcdMembers: 3, faults: []string{ownFaultPause, ownFaultKill, ownFaultBlackhole, ownFaultLeader, ownFaultRolling}, poolConns: 6})
 	v.into(t, res)
 }
 
@@ -87,7 +88,7 @@ func TestOwnershipUnderFaults(t *testing.T) {
 // say so — else its passing on the fenced resource would prove nothing.
 func TestOwnershipScenarioCatchesAnUnfencedResource(t *testing.T) {
 	v := runOwnership(t, ownRun{members: 3, partitions: 30, ttl: 2 * time.Second, every: 50 * time.Millisecond,
-		etcdMembers: 1, faults: []string{ownFaultPause}, unfenced: true})
+		etcdMembers: 1, faults: []string{ownFaultPause}, unfenced: true, poolConns: 12})
 	if v.faults[ownFaultLate] == 0 {
 		t.Fatalf("no late write was sent (faults %v): the run cannot tell", v.faults)
 	}
@@ -133,20 +134,6 @@ type ownMember struct {
 	down    bool // paused or killed: not expected in the map
 }
 
-// memberID returns the member id of the worker's latest Join ("" before any).
-func (m *ownMember) memberID() string {
-	out := m.proc.Output()
-	i := strings.LastIndex(out, "JOINED ")
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(out[i:])
-	if len(f) < 2 {
-		return ""
-	}
-	return f[1]
-}
-
 // faultWindow is one fault, from its injection to the map settling again.
 type faultWindow struct {
 	kind        string
@@ -189,7 +176,7 @@ func runOwnership(t *testing.T, run ownRun) *ownVerdict {
 	}
 	// Commits need not wait for the disk: the fence's checks are the same, and
 	// the machine's one disk is shared by every writer.
-	workerURL := db.URL + "&synchronous_commit=off&pool_max_conns=" + strconv.Itoa(run.partitions/run.members+4)
+	workerURL := db.URL + "&synchronous_commit=off&pool_max_conns=" + strconv.Itoa(run.poolConns)
 	const tenant, group = "rel", "orders"
 
 	ms := make([]*ownMember, run.members)
@@ -230,7 +217,7 @@ func runOwnership(t *testing.T, run ownRun) *ownVerdict {
 		case ownFaultPause, ownFaultKill, ownFaultBlackhole:
 			i := pick()
 			m := ms[i]
-			w := &faultWindow{kind: kind, unplanned: true, before: current, lost: ownedBy(t, admin, tenant, group, m.memberID())}
+			w := &faultWindow{kind: kind, unplanned: true, before: current, lost: ownedBy(t, admin, tenant, group, m.name)}
 			switch kind {
 			case ownFaultPause:
 				before := m.proc.Stats().Pauses
@@ -320,8 +307,9 @@ func runOwnership(t *testing.T, run ownRun) *ownVerdict {
 	return v
 }
 
-// ownedBy returns partition -> token of what member id owns now (at least one).
-func ownedBy(t *testing.T, cli *clientv3.Client, tenant, group, id string) map[int]int64 {
+// ownedBy returns partition -> token of what worker name's member owns now (at
+// least one partition).
+func ownedBy(t *testing.T, cli *clientv3.Client, tenant, group, name string) map[int]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -329,14 +317,15 @@ func ownedBy(t *testing.T, cli *clientv3.Client, tenant, group, id string) map[i
 	if err != nil {
 		t.Fatalf("ownership.Snapshot: %v", err)
 	}
+	ids := membersOf(m, map[string]bool{name: true})
 	out := map[int]int64{}
 	for _, a := range m.Owners {
-		if a.Owner == id {
+		if _, ok := ids[a.Owner]; ok {
 			out[a.Partition] = a.Revision
 		}
 	}
 	if len(out) == 0 {
-		t.Fatalf("member %q owns nothing before its fault: the fault would prove nothing", id)
+		t.Fatalf("worker %s owns nothing before its fault: the fault would prove nothing", name)
 	}
 	return out
 }
@@ -360,15 +349,26 @@ func ownSettle(cli *clientv3.Client, tenant, group string, partitions int, ms []
 			why, stable = err.Error(), 0
 			continue
 		}
-		live := map[string]int{}
+		up := map[string]bool{}
 		for _, w := range ms {
 			if !w.down {
-				live[w.memberID()] = 0
+				up[w.name] = true
 			}
+		}
+		live := map[string]int{}
+		for id, name := range membersOf(m, up) {
+			live[id] = 0
+			delete(up, name)
 		}
 		owners := map[int]int64{}
 		bad := ""
+		for name := range up {
+			bad = fmt.Sprintf("worker %s has no member in the group", name)
+		}
 		for _, a := range m.Owners {
+			if bad != "" {
+				break
+			}
 			if _, ok := live[a.Owner]; !ok {
 				bad = fmt.Sprintf("partition %d owned by %q, not a live member", a.Partition, a.Owner)
 				break
@@ -405,6 +405,18 @@ func ownSettle(cli *clientv3.Client, tenant, group string, partitions int, ms []
 		}
 	}
 	return nil, 0, fmt.Errorf("ownership map not settled within %v: %s", timeout, why)
+}
+
+// membersOf returns member id -> worker name for the members of the workers
+// named (the workers Join with metadata writer=<name>).
+func membersOf(m ownership.Map, names map[string]bool) map[string]string {
+	out := map[string]string{}
+	for _, mi := range m.Members {
+		if w := mi.Metadata["writer"]; names[w] {
+			out[mi.ID] = w
+		}
+	}
+	return out
 }
 
 // ownSettleDown waits, while a member is down, until the others own everything.
