@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func fp(s string) idempotency.Fingerprint { return idempotency.FingerprintOf([]byte(s)) }
@@ -173,6 +174,13 @@ func TestConcurrentDuplicateWaitIsBounded(t *testing.T) {
 		t.Fatal("duplicate ran the effect")
 	}
 	t.Logf("duplicate answered in-flight after %v", time.Since(start))
+	// DoOpts without a WaitTimeout of their own keep the Store's (a zero wait
+	// would be PostgreSQL's lock_timeout = 0: no timeout at all).
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.Do(octx, key, fp("a"), effect(key, "dup"), &idempotency.DoOpts{}); !errors.Is(err, idempotency.ErrInFlight) {
+		t.Fatalf("duplicate with zero DoOpts: %v, want ErrInFlight after the Store's 200 ms wait", err)
+	}
 	// Same with DoTx.
 	tx2, err := db.Pool.Begin(ctx)
 	if err != nil {
@@ -286,5 +294,30 @@ func TestSubMillisecondWaitTimeoutIsStillBounded(t *testing.T) {
 		if !errors.Is(err, idempotency.ErrInFlight) {
 			t.Fatalf("WaitTimeout %v: %v, want *InFlightError (a wait without limit ends only at the context's deadline)", wait, err)
 		}
+	}
+}
+
+// A COMMIT the server refuses (here a deferred foreign key the effect broke) is
+// a known outcome: nothing committed, Do says so with the server's error, not
+// ErrCommitUnknown, and the key stays free for a retry.
+func TestDoCommitRefusedIsNotUnknown(t *testing.T) {
+	s, db := newStore(t, idempotency.Config{})
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `CREATE TABLE deferred_parent (id int PRIMARY KEY);
+		CREATE TABLE deferred_child (pid int REFERENCES deferred_parent DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	key := idempotency.Key{Scope: "acme", ID: "refused-at-commit"}
+	_, err := s.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+		_, err := tx.Exec(ctx, `INSERT INTO deferred_child VALUES (42)`) // checked at COMMIT
+		return idempotency.Response{Status: 201}, err
+	}, nil)
+	var pgErr *pgconn.PgError
+	if errors.Is(err, idempotency.ErrCommitUnknown) || !errors.As(err, &pgErr) || pgErr.Code != "23503" {
+		t.Fatalf("Do whose COMMIT the server refused = %v, want the foreign key violation, not ErrCommitUnknown", err)
+	}
+	res, err := s.Do(ctx, key, fp("a"), effect(key, "retry"), nil)
+	if err != nil || res.Replayed {
+		t.Fatalf("retry after a refused COMMIT: %+v, %v, want the effect run (nothing was stored)", res, err)
 	}
 }
