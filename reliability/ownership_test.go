@@ -713,7 +713,7 @@ func ownCheck(t *testing.T, v *ownVerdict, run ownRun, db *coordtest.PostgresDB,
 	// gap between two of their accepted writes in the window is measured
 	// against the target (interval + 100 ms) and against the same figure in a
 	// fault-free window before the faults, the machine's own noise. A gap of a
-	// second or more is a stall, not noise: a violation.
+	// second beyond the interval is a stall, not noise: a violation.
 	byTerm := map[term][]int64{}
 	for _, op := range ops {
 		if op.outcome == "ok" {
@@ -742,8 +742,8 @@ func ownCheck(t *testing.T, v *ownVerdict, run ownRun, db *coordtest.PostgresDB,
 			if g > gapTarget {
 				overTarget++
 			}
-			if g >= time.Second {
-				v.violate("%s: partition %d did not move but its writes stopped for %v", w.kind, p, g.Round(time.Millisecond))
+			if g >= run.every+time.Second {
+				v.violate("%s: partition %d did not move but its writes stopped for %v (interval %v)", w.kind, p, g.Round(time.Millisecond), run.every)
 			}
 		}
 	}
