@@ -6,7 +6,8 @@
 // key (package membership's format, so a membership.Watcher sees the group) and
 // every partition it holds are keys on that session's single etcd lease, kept
 // alive by one keepalive per TTL/3. Partition p is the correctness lease
-// [LeaseName](group, p), acquired on the session, so its [Partition.Token] is
+// [LeaseName](group, p), acquired on the session (queued behind the previous
+// owner's key), so its [Partition.Token] is
 // minted by correctnesslease and pgfence takes it as is (one fence row per
 // partition), and its [Partition.Context] is cancelled at step-down (2/3 TTL of
 // failed renewal), before etcd can let anyone else acquire it.

@@ -29,7 +29,7 @@ func (m *Member) run(rev int64) {
 	mch := m.g.cli.Watch(m.ctx, m.g.keys.memberPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	tch := m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(rev+1))
 	partitions := func(from int64) clientv3.WatchChan {
-		return m.g.cli.Watch(m.ctx, m.g.keys.partitions, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut())
+		return m.g.cli.Watch(m.ctx, m.g.keys.partitions, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterDelete())
 	}
 	pch := partitions(rev + 1)
 	if !m.evaluate() {
@@ -56,15 +56,15 @@ func (m *Member) run(rev int64) {
 				tch = m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(from))
 			}
 		case wr, ok := <-pch:
-			// Deletes of partition keys: a waiting slot tries again. No
-			// evaluation: the assignment does not depend on them.
+			// Puts of partition keys: this member's key queued, so the slot
+			// lets the next acquisition queue. No evaluation: the assignment
+			// does not depend on them.
 			for _, ev := range wr.Events {
-				if p, _, ok := m.g.keys.parsePartitionKey(string(ev.Kv.Key), m.g.cfg.Partitions); ok {
-					m.freed(p)
+				if p, member, ok := m.g.keys.parsePartitionKey(string(ev.Kv.Key), m.g.cfg.Partitions); ok && member == m.id {
+					m.queuedKey(p)
 				}
 			}
 			if from, restart := progress(wr, ok, &partRev); restart {
-				m.freedAll()
 				pch = partitions(from)
 			}
 			continue

@@ -42,9 +42,10 @@ type Member struct {
 	log    *slog.Logger
 	in     *instruments
 
-	events  chan Event
-	dropped atomic.Int64
-	rpcs    chan struct{} // cap maxConcurrentRPCs: acquisitions and releases in flight
+	events   chan Event
+	dropped  atomic.Int64
+	rpcs     chan struct{} // cap maxConcurrentRPCs: acquisitions queueing
+	releases chan struct{} // cap maxConcurrentReleases: releases in flight
 
 	ctx      context.Context // cancelled when the member stops: ends the loop and acquisitions
 	cancel   context.CancelFunc
@@ -123,6 +124,7 @@ func (g *Group) Join(ctx context.Context, s *correctnesslease.Session, meta map[
 		done:     make(chan struct{}),
 		slots:    map[int]*slot{},
 		rpcs:     make(chan struct{}, maxConcurrentRPCs),
+		releases: make(chan struct{}, maxConcurrentReleases),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {

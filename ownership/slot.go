@@ -10,12 +10,11 @@ import (
 )
 
 // slot is one partition this member wants or holds, with the goroutine that
-// acquires it (correctnesslease.TryAcquire, again each time a key of the
-// partition is deleted, so a planned handoff completes the moment the old owner
-// releases), holds it and gives it up.
+// acquires it (queued behind the current holder, so a planned handoff completes
+// the moment the old owner releases), holds it and gives it up.
 type slot struct {
 	p       int
-	freed   chan struct{}      // cap 1: a key of the partition was deleted (or the watch restarted)
+	queued  chan struct{}      // cap 1: this member's key for the partition is in etcd
 	since   time.Time          // when the target gave it to this member
 	actx    context.Context    // bounds the acquisition and the lease
 	acancel context.CancelFunc // called once the slot is done with the lease
@@ -65,7 +64,7 @@ func (m *Member) revokeCauseLocked(sl *slot) error {
 }
 
 func (m *Member) startLocked(p int) {
-	sl := &slot{p: p, since: time.Now(), freed: make(chan struct{}, 1)}
+	sl := &slot{p: p, since: time.Now(), queued: make(chan struct{}, 1)}
 	// Not derived from m.ctx: stopping revokes held partitions (and cancels
 	// waiting ones) through reconcileLocked, and a held one is released
 	// before its acquisition context ends.
@@ -122,53 +121,63 @@ func (m *Member) hold(sl *slot) {
 	m.release(l)
 }
 
-// acquire takes the partition's lease with TryAcquire, at most
-// maxConcurrentRPCs at a time per member (a member given a thousand partitions
-// must not starve its own keepalive), and while someone else's key is there
-// waits for a delete under the partition's prefix (one watch per member, in
-// run) and tries again. It returns nil once the partition is no longer wanted
-// or the session is lost.
+// acquire takes the partition's lease with correctnesslease.Acquire, which
+// queues this member's key behind the current holder's (FIFO) and returns the
+// moment that key is deleted: a planned handoff costs no request on the new
+// owner's side after the old owner's release. At most maxConcurrentRPCs
+// acquisitions per member are queueing at a time (a member given a thousand
+// partitions must not flood etcd and starve its own keepalive): the slot is
+// given back once the member's key is seen in the queue (the partitions watch,
+// in run), when Acquire returns, or after TTL/3 at the latest. It returns nil
+// once the partition is no longer wanted or the session is lost.
 func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
-	recheck := time.NewTimer(time.Hour)
-	defer recheck.Stop()
-	for attempt := 0; ; {
+	type result struct {
+		l   *correctnesslease.Lease
+		err error
+	}
+	for attempt := 0; ; attempt++ {
 		if !m.acquireSlot(sl.actx) {
 			return nil
 		}
-		l, err := correctnesslease.TryAcquire(sl.actx, m.s, name)
-		m.releaseSlot()
+		ch := make(chan result, 1)
+		go func() {
+			l, err := correctnesslease.Acquire(sl.actx, m.s, name)
+			ch <- result{l, err}
+		}()
+		t := time.NewTimer(m.s.TTL() / 3)
+		var r result
+		select {
+		case r = <-ch:
+			m.releaseSlot()
+		case <-sl.queued:
+			m.releaseSlot()
+			r = <-ch
+		case <-t.C:
+			m.releaseSlot()
+			r = <-ch
+		}
+		t.Stop()
 		switch {
-		case err == nil:
-			return l
+		case r.err == nil:
+			return r.l
 		case sl.actx.Err() != nil || m.s.Err() != nil:
 			return nil
-		case errors.Is(err, correctnesslease.ErrHeld):
-			// Held (or queued for) by someone else: wait for a delete, with
-			// a TTL as a safety net against a missed event.
-			attempt = 0
-			recheck.Reset(m.s.TTL())
-			select {
-			case <-sl.freed:
-			case <-recheck.C:
-			case <-sl.actx.Done():
-				return nil
-			}
-			recheck.Stop()
-		default:
-			// A fence still landing (ErrAlreadyQueued), etcd unreachable:
-			// try again while wanted.
-			m.log.Warn("ownership: acquire failed; retrying", "partition", sl.p, "err", err)
-			if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(sl.actx, coord.SystemClock(), attempt) != nil {
-				return nil
-			}
-			attempt++
+		}
+		// A fence still landing (ErrAlreadyQueued), the key deleted while
+		// waiting, etcd unreachable: try again while wanted.
+		m.log.Warn("ownership: acquire failed; retrying", "partition", sl.p, "err", r.err)
+		if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(sl.actx, coord.SystemClock(), attempt) != nil {
+			return nil
 		}
 	}
 }
 
-// maxConcurrentRPCs bounds the acquisitions and releases a member has in
-// flight at once.
-const maxConcurrentRPCs = 16
+// maxConcurrentRPCs bounds the acquisitions a member has queueing at once,
+// maxConcurrentReleases its releases (single guarded deletes) in flight.
+const (
+	maxConcurrentRPCs     = 16
+	maxConcurrentReleases = 64
+)
 
 func (m *Member) acquireSlot(ctx context.Context) bool {
 	select {
@@ -181,26 +190,13 @@ func (m *Member) acquireSlot(ctx context.Context) bool {
 
 func (m *Member) releaseSlot() { <-m.rpcs }
 
-// freed tells the slot of partition p (if any) that a key of it was deleted.
-func (m *Member) freed(p int) {
+// queuedKey tells the slot of partition p (if any) that its key is in etcd.
+func (m *Member) queuedKey(p int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sl := m.slots[p]; sl != nil {
 		select {
-		case sl.freed <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// freedAll tells every slot to try again (the partitions watch restarted and
-// may have missed deletes).
-func (m *Member) freedAll() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, sl := range m.slots {
-		select {
-		case sl.freed <- struct{}{}:
+		case sl.queued <- struct{}{}:
 		default:
 		}
 	}
@@ -229,10 +225,11 @@ func (m *Member) release(l *correctnesslease.Lease) {
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		var err error
-		if m.acquireSlot(ctx) {
+		select {
+		case m.releases <- struct{}{}:
 			err = l.Release(ctx)
-			m.releaseSlot()
-		} else {
+			<-m.releases
+		case <-ctx.Done():
 			err = context.Cause(ctx)
 		}
 		cancel()
