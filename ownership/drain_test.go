@@ -1,0 +1,72 @@
+package ownership_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/ownership"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// TestDrainTimeout: an old owner that never calls Done keeps a revoked
+// partition's key for DrainTimeout, then releases it anyway; the new owner
+// acquires no earlier.
+func TestDrainTimeout(t *testing.T) {
+	const p, drain = 2, 500 * time.Millisecond
+	cli := coordtest.Etcd(t).Client(t)
+	tenant := testTenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: drain, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
+	a.noAck.Store(true)
+	b := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: 1, b: 1})
+	id := b.m.Owned()[0].ID()
+	a.mu.Lock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	defer a.mu.Unlock()
+	if waited := b.acquiredAt[id].Sub(a.revokedAt[id]); waited < drain {
+		t.Fatalf("partition %d acquired %v after its revoke, before the %v drain timeout", id, waited, drain)
+	}
+}
+
+// TestLeaveDeadline: Leave whose context ends while a partition drains (its
+// owner never calls Done, DrainTimeout a minute) releases the rest at once, as
+// Close, and returns the context's error; the other member takes over.
+func TestLeaveDeadline(t *testing.T) {
+	const p = 2
+	cli := coordtest.Etcd(t).Client(t)
+	tenant := testTenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := join(t, g, cli, tenant, 0)
+	b := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: 1, b: 1})
+	b.noAck.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := b.m.Leave(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Leave past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p}) // well before the minute of DrainTimeout
+	coordtest.Recv(t, b.doneCh(), 5*time.Second, "Events closed after a Leave past its deadline")
+	var rev []ownership.Reason
+	b.mu.Lock()
+	for _, ev := range b.events {
+		if ev.Kind == ownership.Revoked {
+			rev = append(rev, ev.Reason)
+		}
+	}
+	b.mu.Unlock()
+	if len(rev) != 1 || rev[0] != ownership.ReasonLeave {
+		t.Fatalf("revokes %v, want one leave", rev)
+	}
+}
