@@ -54,11 +54,14 @@ func (s *Session) pastDeadline() bool {
 	return !s.cfg.Clock.Now().Before(last.Add(s.cfg.stepDownAfter()))
 }
 
+// errRenewalDeadline is the cause of a step-down.
+var errRenewalDeadline = errors.New("no keepalive succeeded for 2/3 of the TTL")
+
 // stepDown gives up the session's authority because the renewal deadline passed
 // (first loss wins) and, if etcd is reachable again, frees the lease now rather
 // than after its TTL. Authority is already given up when it returns.
 func (s *Session) stepDown() {
-	if !s.lose(coord.LossRenewalDeadline, errors.New("no keepalive succeeded for 2/3 of the TTL")) || s.cli == nil {
+	if !s.lose(coord.LossRenewalDeadline, errRenewalDeadline) || s.cli == nil {
 		return // renewal-logic tests run without a client
 	}
 	s.wg.Add(1) // the caller holds a slot, so Close is still waiting

@@ -78,7 +78,10 @@ func (l *Lease) Valid() bool {
 		return false
 	}
 	if l.s.pastDeadline() {
-		l.s.stepDown()
+		// Step down here rather than wait for the renewal loop's timer
+		// (which frees the etcd lease early as well): no goroutine is
+		// started from a caller's read.
+		l.s.lose(coord.LossRenewalDeadline, errRenewalDeadline)
 		return false
 	}
 	return true
