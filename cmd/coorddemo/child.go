@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // runChild runs the process side of a part: `coorddemo -child <role> args…`.
@@ -25,6 +31,28 @@ func runChild(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "coorddemo: unknown child role %q\n", args[0])
 	return 2
+}
+
+// childConnect parses a child role's arguments, `<name> <etcd endpoint>
+// <postgres url>`, and opens an etcd client and a PostgreSQL pool; the caller
+// closes both. A non-zero code is the exit code (the reason was printed).
+func childConnect(ctx context.Context, role string, args []string) (name string, cli *clientv3.Client, pool *pgxpool.Pool, code int) {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 3 {
+		fmt.Fprintf(os.Stderr, "usage: -child %s <name> <etcd endpoint> <postgres url>\n", role)
+		return "", nil, nil, 2
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{fs.Arg(1)}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return "", nil, nil, 1
+	}
+	if pool, err = pgxpool.New(ctx, fs.Arg(2)); err != nil {
+		cli.Close()
+		fmt.Fprintln(os.Stderr, err)
+		return "", nil, nil, 1
+	}
+	return fs.Arg(0), cli, pool, 0
 }
 
 // emit prints one event line for the parent: "EV <kind> <fields…>".

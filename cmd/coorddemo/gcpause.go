@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,9 +13,6 @@ import (
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 const (
@@ -139,24 +135,12 @@ func runGCPause(ctx context.Context, e *env) (string, bool) {
 
 // runScheduler is one billing scheduler process: `-child scheduler <id> <etcd> <pg>`.
 func runScheduler(args []string) int {
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 3 {
-		fmt.Fprintln(os.Stderr, "usage: -child scheduler <id> <etcd endpoint> <postgres url>")
-		return 2
-	}
-	id, endpoint, pgURL := fs.Arg(0), fs.Arg(1), fs.Arg(2)
 	ctx := context.Background()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	id, cli, pool, code := childConnect(ctx, "scheduler", args)
+	if code != 0 {
+		return code
 	}
 	defer cli.Close()
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	defer pool.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fence, err := pgfence.New(pgfence.Config{Logger: quiet})

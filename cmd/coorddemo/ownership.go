@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,9 +18,7 @@ import (
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/coordkit/coordkit/ownership"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 const (
@@ -220,24 +217,12 @@ func ownStayed(before, after map[int]ownOwner) []int {
 // process frozen between its check and its write would, and reports whether
 // the fence let it through.
 func runOwner(args []string) int {
-	fs := flag.NewFlagSet("owner", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 3 {
-		fmt.Fprintln(os.Stderr, "usage: -child owner <name> <etcd endpoint> <postgres url>")
-		return 2
-	}
-	name, endpoint, pgURL := fs.Arg(0), fs.Arg(1), fs.Arg(2)
 	ctx := context.Background()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	name, cli, pool, code := childConnect(ctx, "owner", args)
+	if code != 0 {
+		return code
 	}
 	defer cli.Close()
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	defer pool.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fence, err := pgfence.New(pgfence.Config{LeaseTTL: ownTTL, Logger: quiet})
