@@ -12,6 +12,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/ownership"
@@ -160,4 +161,17 @@ func (n *node) doneCh() <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	go func() { <-n.done; ch <- struct{}{} }()
 	return ch
+}
+
+// reader is a manual OpenTelemetry metric reader with its meter provider.
+type reader struct {
+	mp *sdkmetric.MeterProvider
+	r  *sdkmetric.ManualReader
+}
+
+func newReader(t testing.TB) reader {
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return reader{mp: mp, r: r}
 }

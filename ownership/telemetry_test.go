@@ -21,10 +21,9 @@ func TestMetrics(t *testing.T) {
 	const p = 6
 	cli := coordtest.Etcd(t).Client(t)
 	tenant := testTenant(t)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t), MeterProvider: mp})
+	rd := newReader(t)
+	reader := rd.r
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t), MeterProvider: rd.mp})
 	if err != nil {
 		t.Fatal(err)
 	}
