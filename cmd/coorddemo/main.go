@@ -8,10 +8,10 @@
 //
 // The parts: gcpause (the GC-pause double charge, prevented by fencing), payment (a
 // retried payment charged once), order (an event published iff its order
-// committed), saga (compensation before the pivot, forward retry after it), config
-// (config served while etcd is stopped), ownership (a paused partition owner's
-// partitions move, its late writes are rejected, and nobody else stopped), vet
-// (coordvet catching a dual write).
+// committed), saga (compensation before the pivot, forward retry after it),
+// ownership (a paused partition owner's partitions move, its late writes are
+// rejected, and nobody else stopped), config (config served while etcd is
+// stopped), vet (coordvet catching a dual write).
 package main
 
 import (
@@ -36,8 +36,9 @@ var parts = []part{
 	{"payment", "A retried payment", runPayment},
 	{"order", "An order and its event", runOrder},
 	{"saga", "A saga that fails on its third step", runSaga},
-	{"config", "Config while etcd is down", runConfig},
+	// ownership before config: config stops the embedded etcd.
 	{"ownership", "A paused partition owner", runOwnership},
+	{"config", "Config while etcd is down", runConfig},
 	{"vet", "coordvet catches a dual write", runVet},
 }
 
