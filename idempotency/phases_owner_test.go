@@ -49,7 +49,15 @@ func TestPhasedRunInFlightIsNotTakenOver(t *testing.T) {
 	}()
 	coordtest.Recv(t, entered, 30*time.Second, "the first run entering its external call")
 	_, err := s.Run(ctx, key, fp("x"), op, nil)
+	// A Do with the key is told when to come back: when the lock runs out (about
+	// LockTimeout from the claim), and how old the request in progress is.
+	time.Sleep(300 * time.Millisecond)
+	_, doErr := s.Do(ctx, key, fp("x"), effect(key, "do"), nil)
 	close(release)
+	var ife *idempotency.InFlightError
+	if !errors.As(doErr, &ife) || ife.RetryAfter < 5*time.Second || ife.RetryAfter > 11*time.Second || ife.Age < 300*time.Millisecond || ife.Age > 30*time.Second {
+		t.Fatalf("Do while a phased run holds the key's 10 s lock: %v (%+v), want *InFlightError with RetryAfter the lock's remaining time and Age ≥ 300ms", doErr, ife)
+	}
 	if !errors.Is(err, idempotency.ErrInFlight) {
 		t.Fatalf("retry while the first run holds a live lock: %v, want ErrInFlight", err)
 	}

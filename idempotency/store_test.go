@@ -321,3 +321,18 @@ func TestDoCommitRefusedIsNotUnknown(t *testing.T) {
 		t.Fatalf("retry after a refused COMMIT: %+v, %v, want the effect run (nothing was stored)", res, err)
 	}
 }
+
+// A connection lost when the key row and COMMIT go out is never reported as a
+// definite failure: the commit may have been delivered, so Do says
+// ErrCommitUnknown (retry with the same key), whatever the transaction status
+// the dead connection last reported.
+func TestDoConnectionLostAtCommitIsUnknown(t *testing.T) {
+	s, _ := newStore(t, idempotency.Config{})
+	key := idempotency.Key{Scope: "acme", ID: "lost-at-commit"}
+	_, err := s.Do(context.Background(), key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+		return idempotency.Response{Status: 201}, tx.Conn().Close(ctx) // the connection dies before COMMIT
+	}, nil)
+	if !errors.Is(err, idempotency.ErrCommitUnknown) {
+		t.Fatalf("Do whose connection died at COMMIT = %v, want ErrCommitUnknown", err)
+	}
+}
