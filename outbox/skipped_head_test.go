@@ -1,0 +1,81 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TestKeySkippedAtItsHeadIsClaimedFromItsHead drives the race the claim's lower
+// bound must survive: the locking scan meets a key's head while another relay
+// holds the key (the try-lock fails, the row is skipped), locks another key, and
+// meets the key again at a later row after the other relay let go without
+// publishing (its batch rolled back), so the try-lock succeeds there. The claim
+// must read that key from its true head — the first row of the scan's window,
+// not the first row it locked — or it publishes event 1 before event 0.
+//
+// The failed try-lock is forced inside PostgreSQL: the relay's connections
+// resolve pg_try_advisory_xact_lock to a function in the test's schema (search
+// path "<schema>, pg_catalog") that answers false to the first call for the raced
+// key, as if another relay held it, and defers to pg_catalog after that.
+func TestKeySkippedAtItsHeadIsClaimedFromItsHead(t *testing.T) {
+	const raced, other = "race-skipped", "race-other"
+	db := coordtest.Postgres(t)
+	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), PollInterval: 20 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	calls := fmt.Sprintf("raced_calls_%d", rand.Uint32())
+	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+calls); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION pg_try_advisory_xact_lock(cls int4, key int4) RETURNS bool
+		LANGUAGE plpgsql AS $$
+		BEGIN
+			IF key = pg_catalog.hashtext('%s') AND nextval('%s') = 1 THEN
+				RETURN false;
+			END IF;
+			RETURN pg_catalog.pg_try_advisory_xact_lock(cls, key);
+		END $$`, raced, calls)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = db.Schema + ", pg_catalog"
+	hooked, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hooked.Close()
+
+	// In seq order: the raced key's head, the other key, the raced key's next.
+	enqueue(t, db.Pool, ob, ev(raced, 0))
+	enqueue(t, db.Pool, ob, ev(other, 0))
+	enqueue(t, db.Pool, ob, ev(raced, 1))
+
+	rec := newRecorder()
+	r, err := ob.NewRelay(hooked, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runRelays(t, r)
+	waitFor(t, "the relay to publish all three events", 20*time.Second, func() bool {
+		return rec.published(raced) == 1 && rec.published(other) == 0
+	})
+	rec.check(t)
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT last_value FROM `+calls).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Fatalf("the raced key was try-locked %d times: the race did not happen", n)
+	}
+}
