@@ -9,7 +9,8 @@
 #   compiled once, race-instrumented, and vet, staticcheck, the tests and
 #   scripts/demo.sh reuse that work; only the tools and servers the tests run
 #   (staticcheck, coordvet, the etcd members) are built plain, since
-#   race-instrumented they run several times slower;
+#   race-instrumented they run several times slower; the etcd server once, here,
+#   for every test binary (COORD_TEST_ETCD_BIN);
 # - go test -vet=off: go vet has run already;
 # - the servers and chromium install in the background while vet compiles.
 # Extra go test flags: COORD_TEST_FLAGS (e.g. COORD_TEST_FLAGS='-run Lease').
@@ -72,6 +73,16 @@ wait "$services_pid" || { services_pid=; echo "scripts/services.sh failed (its m
 services_pid=
 eval "$(cat "$tmp/services.env")" # where each server is: COORD_TEST_*_URL
 env | grep '^COORD_TEST_' | sed 's/^/  /'
+
+# The etcd server the multi-member tests run as processes (coordtest.EtcdCluster),
+# built once, plain like the other servers, for every test binary of every module
+# (each would otherwise link its own, ~3 CPU-s apiece).
+if [ -z "${COORD_TEST_ETCD_BIN:-}" ]; then
+  phase "building the etcd server the cluster tests run (plain; first time: ~550 packages, 1-2 min)"
+  while_running "go build etcd" "$gocache" \
+    go build -race=false -o "$tmp/etcd" ./testing/coordtest/internal/etcdbin
+  export COORD_TEST_ETCD_BIN="$tmp/etcd"
+fi
 
 packages=0
 for m in "${modules[@]}"; do packages=$((packages + $(cd "$m" && go list ./... | wc -l))); done
