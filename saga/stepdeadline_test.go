@@ -1,0 +1,64 @@
+package saga
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Every step call ends before the claim it runs under can expire: its context's
+// deadline is a fifth of ClaimTTL short of the claim (the first step's from the
+// claim, a chained step's from the write that renewed it), so a slow step gives
+// the claim up instead of overrunning it while another runner takes the saga.
+func TestStepDeadlineEndsBeforeTheClaim(t *testing.T) {
+	e := newEnv(t)
+	cfg := fastConfig()
+	cfg.ClaimTTL = 10 * time.Second
+	cfg.Concurrency = 1 // one saga at a time: finishing one claims the next in the same commit (chained)
+	c, err := NewClient(e.db.Pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var mu sync.Mutex
+	left := map[string]time.Duration{} // saga/step → time to its deadline when called
+	act := func(ctx context.Context, sc StepContext, o *order) error {
+		dl, ok := ctx.Deadline()
+		mu.Lock()
+		defer mu.Unlock()
+		if !ok {
+			left[sc.SagaID()+"/"+sc.Step()] = -1
+			return nil
+		}
+		left[sc.SagaID()+"/"+sc.Step()] = time.Until(dl)
+		return nil
+	}
+	def, err := New("deadlines", Compensatable("first", act, act), Pivot("second", act))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(def); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"s1", "s2", "s3"}
+	for _, id := range ids {
+		if _, err := Start(context.Background(), c, def, order{}, &StartOpts{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, c)
+	for _, id := range ids {
+		waitState(t, c, id, 30*time.Second, StateCompleted)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		for _, step := range []string{"first", "second"} {
+			// At most 8 s (ClaimTTL - ClaimTTL/5) from the claim, and the step is called after it.
+			if d := left[id+"/"+step]; d <= 0 || d > cfg.ClaimTTL-cfg.ClaimTTL/5 {
+				t.Fatalf("saga %s step %s called with %v to its deadline, want (0, %v]: within the %v claim", id, step, d, cfg.ClaimTTL-cfg.ClaimTTL/5, cfg.ClaimTTL)
+			}
+		}
+	}
+}
