@@ -125,3 +125,42 @@ func TestPartitionKeyDeleted(t *testing.T) {
 		t.Fatalf("revoke reasons %v, want [key_lost]", reasons)
 	}
 }
+
+// TestEventsNeverBlock: nobody reads Events while the member's partition key
+// is deleted again and again (each time a Revoked and an Acquired). The member
+// keeps working: events beyond the buffer are dropped and counted, and Owned
+// is current (the latest token).
+func TestEventsNeverBlock(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	tenant := testTenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: 1, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := newSession(t, cli, tenant)
+	m, err := g.Join(ctx, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var last int64
+	for i := range 12 { // 2 events each, 18 buffered (min(2P, 4096) + 16)
+		coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "partition 0 held with a newer token", func() bool {
+			o := m.Owned()
+			return len(o) == 1 && o[0].Token().Revision() > last
+		})
+		last = m.Owned()[0].Token().Revision()
+		if i < 11 {
+			if _, err := cli.Delete(ctx, "/tenants/"+tenant+"/elections/"+ownership.LeaseName("orders", 0)+"/", clientv3.WithPrefix()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if m.Dropped() == 0 {
+		t.Fatalf("%d events buffered and none dropped: the buffer is not what the doc says", len(m.Events()))
+	}
+	if got := len(m.Events()); got != cap(m.Events()) {
+		t.Fatalf("%d of %d buffered", got, cap(m.Events()))
+	}
+}
