@@ -49,11 +49,21 @@ func (m *Member) run(rev int64) {
 				mch = m.g.cli.Watch(m.ctx, m.g.keys.memberPrefix(), clientv3.WithPrefix(), clientv3.WithRev(from))
 			}
 		case wr, ok := <-tch:
+			// Another member's target: reconcile with it. Recompute only when
+			// it is gone or unreadable (or the watch restarted): a target
+			// written from the same member keys is the one we would write.
+			recompute := false
 			for _, ev := range wr.Events {
-				m.seeTarget(ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete)
+				if !m.seeTarget(ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete) {
+					recompute = true
+				}
 			}
 			if from, restart := progress(wr, ok, &targetRev); restart {
 				tch = m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(from))
+				recompute = true
+			}
+			if !recompute {
+				continue
 			}
 		case wr, ok := <-pch:
 			// Puts of partition keys: this member's key queued, so the slot
@@ -126,23 +136,26 @@ func (m *Member) readState(ctx context.Context) ([]string, target, error) {
 }
 
 // seeTarget records a target read from etcd, unless an equal or newer one is
-// known already (our own write's watch event comes after its response).
-func (m *Member) seeTarget(value []byte, modRev int64, deleted bool) {
+// known already (our own write's watch event comes after its response). It
+// reports false when the target is gone or malformed: it must be rewritten.
+func (m *Member) seeTarget(value []byte, modRev int64, deleted bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !deleted && modRev <= m.target.Revision {
-		return
+		return true
 	}
+	ok := true
 	switch t, err := decodeTarget(value, modRev); {
 	case deleted:
-		m.target = target{}
+		m.target, ok = target{}, false
 	case err != nil:
 		m.log.Warn("ownership: malformed target; it will be rewritten", "err", err)
-		m.target = target{Revision: modRev}
+		m.target, ok = target{Revision: modRev}, false
 	default:
 		m.target = t
 	}
 	m.reconcileLocked()
+	return ok
 }
 
 // evaluate reconciles the partitions with the target and, when the target
