@@ -179,10 +179,11 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	})
 	defer stop()
 
-	// One connection, an explicit transaction driven in two round trips:
-	// BEGIN + lock + claim, mark + COMMIT (plus one to record failures, if any). On any error the transaction is rolled back
-	// (or the connection dropped by the pool, which discards a connection that is
-	// still in a transaction), which releases the key locks.
+	// One connection, an explicit transaction driven in two round trips: BEGIN +
+	// lock + claim, mark + COMMIT (plus one to record failures, if any). On any
+	// error the transaction is rolled back (or the connection dropped by the pool,
+	// which discards a connection that is still in a transaction), which releases
+	// the key locks.
 	pc, err := r.db.Acquire(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("acquire: %w", err)
