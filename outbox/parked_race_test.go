@@ -34,26 +34,10 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	defer cancel()
 
 	hook := rand.Int32()
-	if _, err := db.Pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION pg_try_advisory_xact_lock(cls int4, key int4) RETURNS bool
-		LANGUAGE plpgsql AS $$
-		BEGIN
+	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
 			IF key = pg_catalog.hashtext(%s) THEN
 				PERFORM pg_catalog.pg_advisory_xact_lock_shared(%d, 1);
-			END IF;
-			RETURN pg_catalog.pg_try_advisory_xact_lock(cls, key);
-		END $$`, "'"+raced+"'", hook)); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = db.Schema + ", pg_catalog"
-	hooked, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hooked.Close()
+			END IF;`, "'"+raced+"'", hook))
 
 	gate, err := db.Pool.Acquire(ctx)
 	if err != nil {
@@ -121,4 +105,31 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	if n := count(t, db.Pool, `SELECT count(*) FROM ob WHERE aggregateid = $1 AND published_at IS NULL`, raced); n != 1 {
 		t.Fatalf("%d events of the parked key pending, want its follower", n)
 	}
+}
+
+// hookedTryLock creates, in db's schema, a pg_try_advisory_xact_lock(cls, key)
+// that runs body (PL/pgSQL statements; it may RETURN) before deferring to
+// pg_catalog's, and returns a pool whose connections resolve the relay's
+// unqualified calls to it (search_path "<schema>, pg_catalog"), closed when the
+// test ends.
+func hookedTryLock(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, body string) *pgxpool.Pool {
+	t.Helper()
+	if _, err := db.Pool.Exec(ctx, `CREATE FUNCTION pg_try_advisory_xact_lock(cls int4, key int4) RETURNS bool
+		LANGUAGE plpgsql AS $$
+		BEGIN`+body+`
+			RETURN pg_catalog.pg_try_advisory_xact_lock(cls, key);
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = db.Schema + ", pg_catalog"
+	hooked, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hooked.Close)
+	return hooked
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestKeySkippedAtItsHeadIsClaimedFromItsHead drives the race the claim's lower
@@ -35,26 +34,10 @@ func TestKeySkippedAtItsHeadIsClaimedFromItsHead(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+calls); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION pg_try_advisory_xact_lock(cls int4, key int4) RETURNS bool
-		LANGUAGE plpgsql AS $$
-		BEGIN
+	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
 			IF key = pg_catalog.hashtext('%s') AND nextval('%s') = 1 THEN
 				RETURN false;
-			END IF;
-			RETURN pg_catalog.pg_try_advisory_xact_lock(cls, key);
-		END $$`, raced, calls)); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = db.Schema + ", pg_catalog"
-	hooked, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hooked.Close()
+			END IF;`, raced, calls))
 
 	// In seq order: the raced key's head, the other key, the raced key's next.
 	enqueue(t, db.Pool, ob, ev(raced, 0))
