@@ -38,6 +38,8 @@ func TestBadInput(t *testing.T) {
 		{"P negative", with(func(c *ownership.Config) { c.Partitions = -1 }), false},
 		{"P too large", with(func(c *ownership.Config) { c.Partitions = ownership.MaxPartitions + 1 }), false},
 		{"negative drain", with(func(c *ownership.Config) { c.DrainTimeout = -time.Second }), false},
+		{"negative MaxAcquiring", with(func(c *ownership.Config) { c.MaxAcquiring = -1 }), false},
+		{"MaxAcquiring too large", with(func(c *ownership.Config) { c.MaxAcquiring = ownership.MaxMaxAcquiring + 1 }), false},
 	} {
 		_, err := ownership.New(cli, tc.cfg)
 		var ce *ownership.ConfigError

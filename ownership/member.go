@@ -44,7 +44,7 @@ type Member struct {
 
 	events   chan Event
 	dropped  atomic.Int64
-	rpcs     chan struct{} // cap maxConcurrentRPCs: acquisitions queueing
+	rpcs     chan struct{} // cap Config.MaxAcquiring: acquisitions queueing
 	releases chan struct{} // cap maxConcurrentReleases: releases in flight
 
 	ctx      context.Context // cancelled when the member stops: ends the loop and acquisitions
@@ -123,7 +123,7 @@ func (g *Group) Join(ctx context.Context, s *correctnesslease.Session, meta map[
 		loopDone: make(chan struct{}),
 		done:     make(chan struct{}),
 		slots:    map[int]*slot{},
-		rpcs:     make(chan struct{}, maxConcurrentRPCs),
+		rpcs:     make(chan struct{}, g.cfg.MaxAcquiring),
 		releases: make(chan struct{}, maxConcurrentReleases),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())

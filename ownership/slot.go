@@ -124,7 +124,7 @@ func (m *Member) hold(sl *slot) {
 // acquire takes the partition's lease with correctnesslease.Acquire, which
 // queues this member's key behind the current holder's (FIFO) and returns the
 // moment that key is deleted: a planned handoff costs no request on the new
-// owner's side after the old owner's release. At most maxConcurrentRPCs
+// owner's side after the old owner's release. At most Config.MaxAcquiring
 // acquisitions per member are queueing at a time (a member given a thousand
 // partitions must not flood etcd and starve its own keepalive): the slot is
 // given back once the member's key is seen in the queue (the partitions watch,
@@ -172,12 +172,9 @@ func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
 	}
 }
 
-// maxConcurrentRPCs bounds the acquisitions a member has queueing at once,
-// maxConcurrentReleases its releases (single guarded deletes) in flight.
-const (
-	maxConcurrentRPCs     = 16
-	maxConcurrentReleases = 64
-)
+// maxConcurrentReleases bounds the releases (single guarded deletes) a member
+// has in flight at once; Config.MaxAcquiring its acquisitions queueing.
+const maxConcurrentReleases = 64
 
 func (m *Member) acquireSlot(ctx context.Context) bool {
 	select {
