@@ -12,9 +12,12 @@ cd "$(dirname "$0")/.."
 services_env=$(scripts/services.sh postgres) # its exports: where PostgreSQL is
 eval "$services_env"
 
+# -ldflags=-w as scripts/test.sh: the same coordvet binary as the tests' (so go
+# vet's cached results apply) and a shorter link.
 flavor="plain build: no C compiler for -race"
+export GOFLAGS="$(go env GOFLAGS) -ldflags=-w"
 if scripts/services.sh --check cc; then
-  export GOFLAGS="$(go env GOFLAGS) -race"
+  export GOFLAGS="$GOFLAGS -race"
   flavor="race-instrumented, sharing scripts/test.sh's build cache"
 fi
 . scripts/lib/progress.sh

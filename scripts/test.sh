@@ -11,6 +11,9 @@
 #   (staticcheck, coordvet, the etcd members) are built plain, since
 #   race-instrumented they run several times slower; the etcd server once, here,
 #   for every test binary (COORD_TEST_ETCD_BIN);
+# - -ldflags=-w (no DWARF) for every binary: a race-instrumented test binary links
+#   in ~3.5 CPU-s instead of 6-8 (about 50 of them); race reports and panics keep
+#   their file:line (they come from the pclntab, not DWARF);
 # - go test -vet=off: go vet has run already;
 # - the servers and chromium install in the background while vet compiles.
 # Extra go test flags: COORD_TEST_FLAGS (e.g. COORD_TEST_FLAGS='-run Lease').
@@ -59,7 +62,7 @@ if [ -n "$unformatted" ]; then echo "gofmt needed:"; echo "$unformatted"; exit 1
 phase "building staticcheck and the test progress printer (first time: ~30 s)"
 while_running "go build staticcheck" "$gocache" \
   go -C scripts/tools build -race=false -o "$tmp/staticcheck" honnef.co/go/tools/cmd/staticcheck
-export GOFLAGS="$(go env GOFLAGS) -race"
+export GOFLAGS="$(go env GOFLAGS) -race -ldflags=-w"
 go -C scripts/tools build -o "$tmp/gotestprogress" ./gotestprogress
 
 phase "go vet + staticcheck, ${#modules[@]} modules (first time: compiles ~900 packages race-instrumented into ~1 GB of build cache, 3-5 min on 2 idle cores; the tests reuse it)"
