@@ -11,34 +11,41 @@ import (
 	"github.com/coordkit/coordkit/outbox"
 )
 
-// streaks records the "streak" of every "batch failed" warning a relay logs.
-type streaks struct {
-	mu sync.Mutex
-	n  []int64
+// logged keeps every record a relay logs: its message and attributes.
+type logged struct {
+	mu   sync.Mutex
+	recs []slog.Record
 }
 
-func (s *streaks) Enabled(context.Context, slog.Level) bool { return true }
-func (s *streaks) WithAttrs([]slog.Attr) slog.Handler       { return s }
-func (s *streaks) WithGroup(string) slog.Handler            { return s }
-func (s *streaks) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "outbox relay: batch failed, retrying" {
-		return nil
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "streak" {
-			s.mu.Lock()
-			s.n = append(s.n, a.Value.Int64())
-			s.mu.Unlock()
-		}
-		return true
-	})
+func (l *logged) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logged) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logged) WithGroup(string) slog.Handler            { return l }
+func (l *logged) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.recs = append(l.recs, r.Clone())
+	l.mu.Unlock()
 	return nil
 }
 
-func (s *streaks) get() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.n...)
+// with returns the value of attribute attr of each record logged as msg.
+func (l *logged) with(msg, attr string) []slog.Value {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var vs []slog.Value
+	for _, r := range l.recs {
+		if r.Message != msg {
+			continue
+		}
+		v := slog.Value{}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == attr {
+				v = a.Value
+			}
+			return true
+		})
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // A relay whose batches fail on the database (here: its table renamed away)
@@ -46,7 +53,8 @@ func (s *streaks) get() []int64 {
 // grows), counts each failure in Stats().DBErrors, and publishes once the table
 // is back.
 func TestRelayRetriesDatabaseErrorsWithGrowingBackoff(t *testing.T) {
-	log := &streaks{}
+	log := &logged{}
+	const failed = "outbox relay: batch failed, retrying"
 	db, ob := setup(t, outbox.Config{Table: "ob_dberr", PollInterval: 20 * time.Millisecond, Logger: slog.New(log),
 		Backoff: coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}})
 	ctx := context.Background()
@@ -59,15 +67,15 @@ func TestRelayRetriesDatabaseErrorsWithGrowingBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRelays(t, r)
-	waitFor(t, "three failed batches", 30*time.Second, func() bool { return len(log.get()) >= 3 })
+	waitFor(t, "three failed batches", 30*time.Second, func() bool { return len(log.with(failed, "streak")) >= 3 })
 	if _, err := db.Pool.Exec(ctx, `ALTER TABLE ob_dberr_away RENAME TO ob_dberr`); err != nil {
 		t.Fatal(err)
 	}
 	enqueue(t, db.Pool, ob, ev("k", 1))
 	waitFor(t, "the event published after the table came back", 30*time.Second, func() bool { return rec.published("k") == 1 })
-	got := log.get()
+	got := log.with(failed, "streak")
 	for i := range 3 {
-		if got[i] != int64(i) {
+		if got[i].Int64() != int64(i) {
 			t.Fatalf("streaks of the failed batches %v, want 0, 1, 2, …", got)
 		}
 	}
