@@ -27,3 +27,21 @@ func TestPivotRecordedOnlyByThePivotStep(t *testing.T) {
 		t.Fatalf("saga compensated before its pivot: PivotAt %v, want nil", i.PivotAt)
 	}
 }
+
+// A business failure of the first step, a compensatable one, still compensates
+// that step (an earlier attempt may have taken effect; the barrier makes the
+// compensation of an action that never ran a no-op) before the saga ends
+// compensated.
+func TestBusinessFailureOfTheFirstStepCompensatesIt(t *testing.T) {
+	e := newEnv(t)
+	c, def := e.client(t, fastConfig())
+	run(t, c)
+	id, err := Start(context.Background(), c, def, order{FailAt: "reserve"}, &StartOpts{ID: "declined-first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, id, 30*time.Second, StateCompensated)
+	if n := e.p.callCount("reserve/compensate"); n != 1 {
+		t.Fatalf("reserve compensated %d times after its business failure, want once", n)
+	}
+}
