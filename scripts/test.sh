@@ -9,8 +9,10 @@
 #   compiled once, race-instrumented, and vet, staticcheck, the tests and
 #   scripts/demo.sh reuse that work; only the tools and servers the tests run
 #   (staticcheck, coordvet, the etcd members) are built plain, since
-#   race-instrumented they run several times slower; the etcd server once, here,
-#   for every test binary (COORD_TEST_ETCD_BIN);
+#   race-instrumented they run several times slower (the etcd server is built by
+#   the first cluster test of each test binary, while other packages' tests wait
+#   on their TTLs: building it here first would put its cold compile on the
+#   critical path to save a few seconds of links);
 # - -ldflags=-w (no DWARF) for every binary: a race-instrumented test binary links
 #   in ~3.5 CPU-s instead of 6-8 (about 50 of them); race reports and panics keep
 #   their file:line (they come from the pclntab, not DWARF);
@@ -76,16 +78,6 @@ wait "$services_pid" || { services_pid=; echo "scripts/services.sh failed (its m
 services_pid=
 eval "$(cat "$tmp/services.env")" # where each server is: COORD_TEST_*_URL
 env | grep '^COORD_TEST_' | sed 's/^/  /'
-
-# The etcd server the multi-member tests run as processes (coordtest.EtcdCluster),
-# built once, plain like the other servers, for every test binary of every module
-# (each would otherwise link its own, ~3 CPU-s apiece).
-if [ -z "${COORD_TEST_ETCD_BIN:-}" ]; then
-  phase "building the etcd server the cluster tests run (plain; first time: ~550 packages, 1-2 min)"
-  while_running "go build etcd" "$gocache" \
-    go build -race=false -o "$tmp/etcd" ./testing/coordtest/internal/etcdbin
-  export COORD_TEST_ETCD_BIN="$tmp/etcd"
-fi
 
 packages=0
 for m in "${modules[@]}"; do packages=$((packages + $(cd "$m" && go list ./... | wc -l))); done
