@@ -181,8 +181,21 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	}
 	t.Logf("%s for %v: back %v after the stop", fault, length, back.Sub(stopped).Round(time.Millisecond))
 
+	// Settled: every instance has observed the outage (a failed keepalive) and is
+	// registered, and etcd holds exactly their keys. Without the first condition
+	// the loop could end at once after a short kill — everyone still up, the keys
+	// still there, before any instance noticed — and the check below then caught
+	// instances in the middle of their re-registration.
+	observedAll := func() bool {
+		for i := range regs {
+			if ms[i].sum(coord.MetricKeepaliveRPCs, attribute.String(coord.AttrOutcome, "error")) == 0 {
+				return false
+			}
+		}
+		return true
+	}
 	deadline := back.Add(ttl + 30*time.Second)
-	for !samp.allUp() || !truthMatches(t, truthCli, tenant, regs) {
+	for !observedAll() || !samp.allUp() || !truthMatches(t, truthCli, tenant, regs) {
 		if time.Now().After(deadline) {
 			break
 		}
