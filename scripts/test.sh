@@ -17,6 +17,9 @@
 #   in ~3.5 CPU-s instead of 6-8 (about 50 of them); race reports and panics keep
 #   their file:line (they come from the pclntab, not DWARF);
 # - go test -vet=off: go vet has run already;
+# - go test -p 4 (COORD_TEST_P): most test binaries spend their time waiting on
+#   TTLs and servers, not computing (the root package: 13 CPU-s in 75 s), so with
+#   go's default of one package per core two waiting packages held the machine;
 # - the servers and chromium install in the background while vet compiles.
 # Extra go test flags: COORD_TEST_FLAGS (e.g. COORD_TEST_FLAGS='-run Lease').
 set -euo pipefail
@@ -84,7 +87,7 @@ for m in "${modules[@]}"; do packages=$((packages + $(cd "$m" && go list ./... |
 phase "go test -race: $packages packages in ${#modules[@]} modules (the slowest run for minutes; a line at least every 25 s)"
 status=0
 for m in "${modules[@]}"; do
-  (cd "$m" && go test -race -vet=off -count=1 -timeout 25m ${COORD_TEST_FLAGS:-} ./... 2>&1) || echo "FAIL	module $m: go test exited non-zero"
+  (cd "$m" && go test -race -vet=off -count=1 -p "${COORD_TEST_P:-4}" -timeout 25m ${COORD_TEST_FLAGS:-} ./... 2>&1) || echo "FAIL	module $m: go test exited non-zero"
 done | "$tmp/gotestprogress" -packages "$packages" -cache "$gocache" || status=$?
 phase "done"
 exit "$status"
