@@ -41,7 +41,7 @@ eval "$services_env"
 # mutant's test run stops at its first failure (gremlins passes -failfast).
 packages=(
   "pgfence;./correctnesslease/pgfence;(fence|row);TestPausedHolderWritesAreRejected$|TestClusterFaultsKeepFencedIncrementsExact$|TestClusterScenarioCatchesAnUnfencedResource$"
-  "correctnesslease;./correctnesslease;(queue|keygone);TestBlackholedHolderStepsDownFirst$|TestDelayedKeepalivesStepDownFirst$|TestKeepaliveSharedBy1000Leases$|TestDeadlineMidQueueLeavesNoKey$|TestPausedHolderReportsItsOwnExpiry$;^Test(UnknownQueue|CloseDoesNot|AcquireRelease|TryAcquireHeld|FIFOAndNoHerd|KeyDeleted|CancelWhileWaiting|ReleaseNeverDeletes|ContextCause|SessionLostWhileWaiting|LeftoverKey|ConcurrentRelease|FailedReleaseCanBeRetried|InvalidNames|ConfigValidation|LeaseValid|StepDownPrecedesExpiry|FatalKeepaliveErrors)"
+  "correctnesslease;./correctnesslease;(queue|keygone);TestBlackholedHolderStepsDownFirst$|TestDelayedKeepalivesStepDownFirst$|TestKeepaliveSharedBy1000Leases$|TestDeadlineMidQueueLeavesNoKey$|TestPausedHolderReportsItsOwnExpiry$;^Test(UnknownQueue|CloseDoesNot|AcquireRelease|TryAcquireHeld|FIFOAndNoHerd|KeyDeleted|CancelWhileWaiting|ReleaseNeverDeletes|ContextCause|SessionLostWhileWaiting|LeftoverKey|ConcurrentRelease|FailedReleaseCanBeRetried|InvalidNames|ConfigValidation|LeaseValid|StepDownPrecedesExpiry|FatalKeepaliveErrors|KeyGoneWithEtcdUnreachable|EndedNamesWhy)"
   "idempotency;./idempotency;(store);TestAmbiguousCommitRetryIsExactlyOnce$|TestPhasedCrashIsFinished$"
   "outbox-relay;./outbox;(relay);TestRelaySurvivesPostgresCrashRestart$|TestPerKeyOrderWithSeveralRelays$"
   "saga-drive;./saga;(drive);TestCrashAtEveryBoundary$"
