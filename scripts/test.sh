@@ -20,7 +20,8 @@
 # - go test -p 4 (COORD_TEST_P): most test binaries spend their time waiting on
 #   TTLs and servers, not computing (the root package: 13 CPU-s in 75 s), so with
 #   go's default of one package per core two waiting packages held the machine;
-# - the servers and chromium install in the background while vet compiles.
+# - the servers and chromium install in the background while vet compiles;
+# - staticcheck runs in the background beside the tests (CPU while they wait).
 # Extra go test flags: COORD_TEST_FLAGS (e.g. COORD_TEST_FLAGS='-run Lease').
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,8 +38,10 @@ scripts/services.sh cc
 # the end of this file. Never abandon an apt-get half way: wait for it on exit.
 tmp=$(mktemp -d)
 services_pid=
+staticcheck_pid=
 finish() {
   local rc=$?
+  if [ -n "$staticcheck_pid" ]; then kill "$staticcheck_pid" 2>/dev/null || true; wait "$staticcheck_pid" 2>/dev/null || true; fi
   if [ -n "$services_pid" ] && kill -0 "$services_pid" 2>/dev/null; then
     echo "== waiting for scripts/services.sh to finish before exiting"
     wait "$services_pid" || true
@@ -62,19 +65,30 @@ phase "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
 
-# The tools module (scripts/tools) pins staticcheck; it is built without -race (it
-# would analyse several times slower). The printer is built like everything else.
-phase "building staticcheck and the test progress printer (first time: ~30 s)"
-while_running "go build staticcheck" "$gocache" \
-  go -C scripts/tools build -race=false -o "$tmp/staticcheck" honnef.co/go/tools/cmd/staticcheck
+phase "building the test progress printer"
 export GOFLAGS="$(go env GOFLAGS) -race -ldflags=-w"
 go -C scripts/tools build -o "$tmp/gotestprogress" ./gotestprogress
 
-phase "go vet + staticcheck, ${#modules[@]} modules (first time: compiles ~900 packages race-instrumented into ~1 GB of build cache, 3-5 min on 2 idle cores; the tests reuse it)"
+phase "go vet, ${#modules[@]} modules (first time: compiles ~900 packages race-instrumented into ~1 GB of build cache, 3-5 min on 2 idle cores; the tests reuse it)"
 for m in "${modules[@]}"; do
   while_running "go vet ($m)" "$gocache" sh -c "cd '$m' && go vet ./..."
-  while_running "staticcheck ($m)" "$gocache" sh -c "cd '$m' && '$tmp/staticcheck' ./..."
 done
+
+# staticcheck is CPU work of its own (its cold build ~2 min, then it analyses every
+# dependency from source) and the tests mostly wait on TTLs: it is built and runs
+# beside them, its verdict printed after them. The tools module (scripts/tools) pins
+# it; it is built without -race (it would analyse several times slower).
+phase "staticcheck, ${#modules[@]} modules: built and run in the background beside the tests (first time: ~5 min of CPU)"
+(
+  go -C scripts/tools build -race=false -o "$tmp/staticcheck" honnef.co/go/tools/cmd/staticcheck ||
+    { echo "building staticcheck failed"; exit 1; }
+  rc=0
+  for m in "${modules[@]}"; do
+    (cd "$m" && "$tmp/staticcheck" ./...) || { echo "staticcheck ($m) found problems"; rc=1; }
+  done
+  exit "$rc"
+) >"$tmp/staticcheck.out" 2>&1 &
+staticcheck_pid=$!
 
 if kill -0 "$services_pid" 2>/dev/null; then phase "waiting for scripts/services.sh"; fi
 wait "$services_pid" || { services_pid=; echo "scripts/services.sh failed (its messages are above)"; exit 1; }
@@ -89,5 +103,13 @@ status=0
 for m in "${modules[@]}"; do
   (cd "$m" && go test -race -vet=off -count=1 -p "${COORD_TEST_P:-4}" -timeout 25m ${COORD_TEST_FLAGS:-} ./... 2>&1) || echo "FAIL	module $m: go test exited non-zero"
 done | "$tmp/gotestprogress" -packages "$packages" -cache "$gocache" || status=$?
+if kill -0 "$staticcheck_pid" 2>/dev/null; then phase "waiting for staticcheck"; fi
+if wait "$staticcheck_pid"; then
+  echo "staticcheck: clean (${#modules[@]} modules)"
+else
+  cat "$tmp/staticcheck.out"
+  status=1
+fi
+staticcheck_pid=
 phase "done"
 exit "$status"
