@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -24,14 +25,31 @@ func FreePort(t testing.TB) int {
 	return p
 }
 
+// handedOut holds the ports freePort returned in this process: a port is given
+// once, so two members of one cluster, or a parallel test picking while a member
+// is down, never get the same one.
+var handedOut sync.Map
+
 // freePort returns a port outside the ephemeral range that was free a moment
-// ago, or 0.
+// ago and not handed out before in this process, or 0. It tries this process's
+// own slice of the range first (by PID), so test binaries running side by side
+// (go test -p) seldom pick from the same ports while a server is starting.
 func freePort() int {
 	lo, hi := nonEphemeral()
-	for range 200 {
-		p := lo + rand.IntN(hi-lo)
+	const slices = 32
+	size := (hi - lo) / slices
+	own := lo + os.Getpid()%slices*size
+	for i := range 400 {
+		p := own + rand.IntN(size)
+		if i >= 200 { // the whole range
+			p = lo + rand.IntN(hi-lo)
+		}
+		if _, taken := handedOut.LoadOrStore(p, true); taken {
+			continue
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
+			handedOut.Delete(p)
 			continue
 		}
 		l.Close()
