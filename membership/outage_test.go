@@ -194,8 +194,11 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 		}
 		return true
 	}
+	// And not before a TTL after etcd's return: keepalives may go on failing a
+	// moment after it (a connection in gRPC's backoff, a member electing itself), so
+	// an instance can still reach "unconfirmed for a TTL" and unregister until then.
 	deadline := back.Add(ttl + 30*time.Second)
-	for !observedAll() || !samp.allUp() || !truthMatches(t, truthCli, tenant, regs) {
+	for time.Now().Before(back.Add(ttl)) || !observedAll() || !samp.allUp() || !truthMatches(t, truthCli, tenant, regs) {
 		if time.Now().After(deadline) {
 			break
 		}
