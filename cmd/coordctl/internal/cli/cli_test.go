@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -197,15 +198,32 @@ func TestOwnershipMapAgainstRealServers(t *testing.T) {
 	if g.Partitions != testenv.OwnedPartitions || g.Unowned != 0 || g.Moving != 0 || len(g.Members) != 2 || g.Members[0].Owns+g.Members[1].Owns != testenv.OwnedPartitions {
 		t.Fatalf("%s: %+v", testenv.OwnedGroup, g)
 	}
-	held := map[string]string{} // token -> owner, from the members themselves
-	for _, m := range e.Owners {
-		for _, p := range m.Owned() {
-			held[p.Token().String()] = m.ID()
+	for _, p := range g.Owners {
+		if p.Owner == "" || p.SinceRevision == 0 || !strings.HasSuffix(p.Lease, ".invoices."+strconv.Itoa(p.Partition)) {
+			t.Fatalf("partition %+v", p)
 		}
 	}
-	for _, p := range g.Owners {
-		if held[p.Token] != p.Owner || p.Owner == "" || p.SinceRevision == 0 || !strings.HasSuffix(p.Lease, ".invoices."+strconv.Itoa(p.Partition)) {
-			t.Fatalf("partition %+v: the members hold %v", p, held)
+	// The members' own view agrees with the map. A member records a partition
+	// an instant after its key is in etcd (where the map reads it), so its view
+	// is given time to catch up.
+	held := map[string]string{} // token -> owner, from the members themselves
+	agrees := func() bool {
+		clear(held)
+		for _, m := range e.Owners {
+			for _, p := range m.Owned() {
+				held[p.Token().String()] = m.ID()
+			}
+		}
+		for _, p := range g.Owners {
+			if held[p.Token] != p.Owner {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(10 * time.Second); !agrees(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the members still do not hold what the map says: map %+v, the members hold %v", g.Owners, held)
 		}
 	}
 	if a := ms[1]; a.Partitions != testenv.AbandonedPartitions || a.Unowned != testenv.AbandonedPartitions || len(a.Members) != 0 || a.Moving != testenv.AbandonedPartitions {
