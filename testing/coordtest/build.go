@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -60,8 +61,19 @@ func Build(t testing.TB, importPath string) string {
 		}
 		fmt.Fprintf(buildLog, "coordtest: building %s with go build, once per test binary (seconds from the build cache, a minute or more cold%s)\n", importPath, hint)
 		start := time.Now()
+		// One go build of importPath at a time across the test processes that
+		// go test runs at once: the go command does not share a compile in
+		// flight, so on a cold cache each would compile the whole server; the
+		// ones that wait find it in the cache and only link.
+		unlock, err := lockFile(r.path + ".lock")
+		if err != nil {
+			r.err = err
+			os.Remove(tmp.Name())
+			return
+		}
 		cmd := exec.Command("go", "build", "-race=false", "-o", tmp.Name(), importPath)
 		r.out, r.err = cmd.CombinedOutput()
+		unlock()
 		took := time.Since(start).Round(time.Millisecond)
 		if r.err != nil {
 			fmt.Fprintf(buildLog, "coordtest: go build %s failed after %v\n", importPath, took)
@@ -82,4 +94,24 @@ func Build(t testing.TB, importPath string) string {
 		t.Fatalf("coordtest: go build %s: %v%s\n%s", importPath, r.err, hint, r.out)
 	}
 	return r.path
+}
+
+// lockFile takes an exclusive lock on the file at path (made if missing),
+// blocking until other processes holding it release it; unlock releases it.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("coordtest: lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing the file releases the lock
 }

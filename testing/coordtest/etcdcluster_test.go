@@ -65,3 +65,35 @@ func TestBuildSaysItIsBuilding(t *testing.T) {
 		t.Fatalf("a memoised Build wrote %q", out.String())
 	}
 }
+
+// Build's lock is exclusive across open files, as it is across processes: a
+// second holder waits until the first releases it.
+func TestBuildLockIsExclusive(t *testing.T) {
+	path := t.TempDir() + "/x.lock"
+	unlock, err := lockFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		u, err := lockFile(path)
+		if err != nil {
+			t.Error(err)
+			u = func() {}
+		}
+		got <- u
+	}()
+	select {
+	case u := <-got:
+		u()
+		t.Fatal("a second lockFile got the lock while the first held it")
+	case <-time.After(200 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case u := <-got:
+		u()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second lockFile did not get the lock within 10 s of its release")
+	}
+}
