@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one test command: what the tests need (scripts/services.sh), then gofmt,
-# go vet, staticcheck and the race-enabled tests of every module in the
-# repository. Exit code 0 only if all pass. -count=1: the tests talk to real
-# servers, so a result is never taken from the test cache.
+# go vet, staticcheck and the tests of every module in the repository,
+# race-enabled but for the analyzer's module (see race below). Exit code 0 only
+# if all pass. -count=1: the tests talk to real servers, so a result is never
+# taken from the test cache.
 #
 # How the first run (cold caches) stays short on a 2-core machine:
 # - GOFLAGS=-race for every go command, vet and staticcheck included: a package is
@@ -10,16 +11,16 @@
 #   scripts/demo.sh reuse that work; only the tools and servers the tests run
 #   (staticcheck, coordvet, the etcd members) are built plain, since
 #   race-instrumented they run several times slower (the etcd server is built by
-#   the first cluster test of each test binary, while other packages' tests wait
-#   on their TTLs: building it here first would put its cold compile on the
-#   critical path to save a few seconds of links);
+#   the first cluster test that needs it, the other test processes waiting for
+#   that build, coordtest.Build);
 # - -ldflags=-w (no DWARF) for every binary: a race-instrumented test binary links
 #   in ~3.5 CPU-s instead of 6-8 (about 50 of them); race reports and panics keep
 #   their file:line (they come from the pclntab, not DWARF);
 # - go test -vet=off: go vet has run already;
-# - go test -p 4 (COORD_TEST_P): most test binaries spend their time waiting on
-#   TTLs and servers, not computing (the root package: 13 CPU-s in 75 s), so with
-#   go's default of one package per core two waiting packages held the machine;
+# - go test in two lanes, -p 3 each (COORD_TEST_P): most test binaries spend their
+#   time waiting on TTLs and servers, not computing (the root package: 13 CPU-s
+#   in 75 s), so one module at a time with go's default of one package per core
+#   left the machine idle behind each module's slowest package;
 # - the servers and chromium install in the background while vet compiles;
 # - staticcheck runs in the background beside the tests (CPU while they wait).
 # Extra go test flags: COORD_TEST_FLAGS (e.g. COORD_TEST_FLAGS='-run Lease').
@@ -65,13 +66,20 @@ phase "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
 
+# race MODULE: whether the module is built and tested race-instrumented: every
+# module but the analyzer's (cmd/coordvet). Its analyzers run one package per
+# process, and its tests type-check stub trees from source: race-instrumented,
+# they cost 162 CPU-s instead of 84, and x/tools compiled twice (the analyzer's
+# own builds and staticcheck's are plain).
+race() { [ "$1" = cmd/coordvet ] && echo false || echo true; }
+
 phase "building the test progress printer"
 export GOFLAGS="$(go env GOFLAGS) -race -ldflags=-w"
 go -C scripts/tools build -o "$tmp/gotestprogress" ./gotestprogress
 
 phase "go vet, ${#modules[@]} modules (first time: compiles ~900 packages race-instrumented into ~1 GB of build cache, 3-5 min on 2 idle cores; the tests reuse it)"
 for m in "${modules[@]}"; do
-  while_running "go vet ($m)" "$gocache" sh -c "cd '$m' && go vet ./..."
+  while_running "go vet ($m)" "$gocache" sh -c "cd '$m' && go vet -race=$(race "$m") ./..."
 done
 
 # staticcheck is CPU work of its own (its cold build ~2 min, then it analyses every
@@ -84,7 +92,7 @@ phase "staticcheck, ${#modules[@]} modules: built and run in the background besi
     { echo "building staticcheck failed"; exit 1; }
   rc=0
   for m in "${modules[@]}"; do
-    (cd "$m" && "$tmp/staticcheck" ./...) || { echo "staticcheck ($m) found problems"; rc=1; }
+    (cd "$m" && GOFLAGS="$GOFLAGS -race=$(race "$m")" "$tmp/staticcheck" ./...) || { echo "staticcheck ($m) found problems"; rc=1; }
   done
   exit "$rc"
 ) >"$tmp/staticcheck.out" 2>&1 &
@@ -98,11 +106,25 @@ env | grep '^COORD_TEST_' | sed 's/^/  /'
 
 packages=0
 for m in "${modules[@]}"; do packages=$((packages + $(cd "$m" && go list ./... | wc -l))); done
-phase "go test -race: $packages packages in ${#modules[@]} modules (the slowest run for minutes; a line at least every 25 s)"
+# Two lanes at once: the SDK module (.) in one, the other modules one after
+# another in the other, the reliability scenarios first. Most test binaries wait
+# on TTLs and servers, so one module at a time left the machine idle at each
+# module's slowest package (reliability alone for ~90 s at the end).
+lane_b=()
+for m in "${modules[@]}"; do [ "$m" != reliability ] || lane_b+=("$m"); done
+for m in "${modules[@]}"; do [ "$m" = . ] || [ "$m" = reliability ] || lane_b+=("$m"); done
+# lane MODULE...: go test each module, one after another, at most COORD_TEST_P
+# test binaries at once. The progress printer reads both lanes, each through a
+# pipe of its own (so their lines never mix), and counts a lane's failures from
+# its FAIL lines.
+lane() {
+  for m in "$@"; do
+    (cd "$m" && go test -race="$(race "$m")" -vet=off -count=1 -p "${COORD_TEST_P:-3}" -timeout 25m ${COORD_TEST_FLAGS:-} ./... 2>&1) || echo "FAIL	module $m: go test exited non-zero"
+  done
+}
+phase "go test (-race but cmd/coordvet): $packages packages in ${#modules[@]} modules, two lanes at once: [.] and [${lane_b[*]}] (the slowest run for minutes; a line at least every 25 s)"
 status=0
-for m in "${modules[@]}"; do
-  (cd "$m" && go test -race -vet=off -count=1 -p "${COORD_TEST_P:-4}" -timeout 25m ${COORD_TEST_FLAGS:-} ./... 2>&1) || echo "FAIL	module $m: go test exited non-zero"
-done | "$tmp/gotestprogress" -packages "$packages" -cache "$gocache" || status=$?
+"$tmp/gotestprogress" -packages "$packages" -cache "$gocache" <(lane .) <(lane "${lane_b[@]}") || status=$?
 if kill -0 "$staticcheck_pid" 2>/dev/null; then phase "waiting for staticcheck"; fi
 if wait "$staticcheck_pid"; then
   echo "staticcheck: clean (${#modules[@]} modules)"

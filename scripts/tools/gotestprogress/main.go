@@ -8,6 +8,7 @@
 // It exits 1 when a package failed, or when no package passed at all.
 //
 //	go test ./... 2>&1 | gotestprogress -packages 41 -cache "$(go env GOCACHE)"
+//	gotestprogress -packages 56 <(cd a && go test ./... 2>&1) <(cd b && go test ./... 2>&1)
 //
 // It reads plain output, not `go test -json`: with -json the testing package
 // replaces os.Stderr inside m.Run, a data race with any server a TestMain started
@@ -17,6 +18,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,7 +61,7 @@ func main() {
 	p.procs = func() []proc { return descendants(parent, os.Getpid()) }
 	stop := make(chan struct{})
 	go p.heartbeat(*quiet, stop)
-	err := p.read(os.Stdin)
+	err := p.readAll(flag.Args())
 	close(stop)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gotestprogress: %v\n", err)
@@ -74,6 +76,34 @@ func newPrinter(out io.Writer, total int, cacheDir string) *printer {
 	now := time.Now()
 	return &printer{out: out, start: now, lastLine: now, total: total,
 		cacheDir: cacheDir, cache0: dirSize(cacheDir), procs: func() []proc { return nil }}
+}
+
+// readAll reads the named files at once (several go test commands running
+// side by side, e.g. through bash process substitution), or stdin when there
+// are none, until each ends. Lines are passed through whole, never mixed.
+func (p *printer) readAll(names []string) error {
+	if len(names) == 0 {
+		return p.read(os.Stdin)
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := os.Open(name)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer f.Close()
+			if err := p.read(f); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // read passes every line through and counts the package results.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -42,6 +43,38 @@ func TestPrinterPassesThroughAndCounts(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// Two go test commands side by side: every line of each arrives whole, and
+// the counts are of both.
+func TestPrinterReadsSeveralFilesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	var a, b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&a, "ok  \ta/p%d\t0.1s\n", i)
+		fmt.Fprintf(&b, "%s\nFAIL\tb/p%d\t0.2s\n", strings.Repeat("x", 5000), i)
+	}
+	for name, text := range map[string]string{"a": a.String(), "b": b.String()} {
+		if err := os.WriteFile(dir+"/"+name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	p := newPrinter(&out, 0, "")
+	if err := p.readAll([]string{dir + "/a", dir + "/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if p.passed != 2000 || len(p.failed) != 2000 {
+		t.Fatalf("counted %d passed, %d failed; want 2000 of each", p.passed, len(p.failed))
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if !strings.HasPrefix(line, "ok  \ta/p") && !strings.HasPrefix(line, "FAIL\tb/p") && line != strings.Repeat("x", 5000) {
+			t.Fatalf("a line mixed from both files: %.80q", line)
+		}
+	}
+	if err := p.readAll([]string{dir + "/missing"}); err == nil {
+		t.Error("readAll of a missing file: no error")
 	}
 }
 
