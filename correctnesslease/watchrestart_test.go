@@ -1,0 +1,266 @@
+package correctnesslease
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
+)
+
+// endingWatcher is a clientv3.Watcher that ends the first watch of key (unless
+// keep), and every one while endAll is set, the way etcd ends a compacted watch:
+// one response carrying ErrCompacted, then a closed channel. It runs before (if
+// set) before ending the first. Every other watch goes to etcd; rewatched
+// receives the start revision of each of those on key.
+type endingWatcher struct {
+	clientv3.Watcher
+	key       string
+	keep      bool
+	endAll    atomic.Bool
+	before    func()
+	ended     atomic.Bool
+	rewatched chan int64
+}
+
+func (w *endingWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	if key == w.key {
+		first := !w.keep && w.ended.CompareAndSwap(false, true)
+		if first || w.endAll.Load() {
+			if first && w.before != nil {
+				w.before()
+			}
+			rev := clientv3.OpGet(key, opts...).Rev()
+			ch := make(chan clientv3.WatchResponse, 1)
+			ch <- clientv3.WatchResponse{Header: &etcdserverpb.ResponseHeader{Revision: rev}, CompactRevision: rev}
+			close(ch)
+			return ch
+		}
+		select {
+		case w.rewatched <- clientv3.OpGet(key, opts...).Rev():
+		default:
+		}
+	}
+	return w.Watcher.Watch(ctx, key, opts...)
+}
+
+// failingGet is a clientv3.KV whose first fail Gets of key fail without being
+// sent (failed counts them); everything else goes to etcd.
+type failingGet struct {
+	clientv3.KV
+	key    string
+	fail   atomic.Int64
+	failed atomic.Int64
+}
+
+func (f *failingGet) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if key == f.key && f.fail.Add(-1) >= 0 {
+		f.failed.Add(1)
+		return nil, errors.New("injected: etcd unreachable for a Get")
+	}
+	return f.KV.Get(ctx, key, opts...)
+}
+
+// When the watch of a lease's own key ends without the lease asking (a
+// compaction, a closed stream), the lease reads its key again and watches on from
+// there: an unchanged key keeps the lease and a later deletion is still seen; a
+// key deleted or overwritten meanwhile is a loss (LossKeyDeleted); a read that
+// fails is retried, and the watch goes on.
+func TestKeyWatchRestartRereadsTheKey(t *testing.T) {
+	e := coordtest.Etcd(t)
+	other := e.Client(t)
+	for _, c := range []struct {
+		name     string
+		meantime func(ctx context.Context, key string) error // while the watch is down
+		failGets int64
+		lost     bool // the restart itself finds the lease lost
+	}{
+		{name: "unchanged"},
+		{name: "re-read fails once", failGets: 1},
+		{name: "deleted meanwhile", lost: true, meantime: func(ctx context.Context, key string) error {
+			_, err := other.Delete(ctx, key)
+			return err
+		}},
+		{name: "overwritten meanwhile", lost: true, meantime: func(ctx context.Context, key string) error {
+			_, err := other.Put(ctx, key, "intruder")
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cli := coordtest.NewEtcdClient(t, e.Endpoints...)
+			w := &endingWatcher{Watcher: cli.Watcher, rewatched: make(chan int64, 4)}
+			kv := &failingGet{KV: cli.KV}
+			kv.fail.Store(c.failGets)
+			cli.Watcher, cli.KV = w, kv // before the session starts: nothing else uses the client yet
+			s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second})
+			prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.key, kv.key = s.keyFor(prefix), s.keyFor(prefix)
+			meantimeErr := make(chan error, 1)
+			w.before = func() {
+				if c.meantime != nil {
+					meantimeErr <- c.meantime(ctx, w.key)
+				}
+			}
+			l, err := Acquire(ctx, s, "job")
+			if c.meantime != nil {
+				if err := coordtest.Recv(t, meantimeErr, 10*time.Second, "the change while the watch was down"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.lost {
+				// The watch starts before Acquire returns: Acquire may report the loss itself.
+				if err == nil {
+					defer l.Release(context.Background())
+					waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key changed while its watch was down")
+					err = l.Err()
+				}
+				if r := lossReason(err); r != coord.LossKeyDeleted {
+					t.Fatalf("lease lost with %v, want %s", err, coord.LossKeyDeleted)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(context.Background())
+			from := coordtest.Recv(t, w.rewatched, 10*time.Second, "the lease watching its key again after the watch ended")
+			if from <= l.Token().Revision() {
+				t.Fatalf("key watched again from revision %d, want after its creation at %d", from, l.Token().Revision())
+			}
+			if n := kv.fail.Load(); n > 0 {
+				t.Fatalf("%d injected Get failures left: the key was not read again", n)
+			}
+			if err := l.Err(); err != nil {
+				t.Fatalf("lease lost after a watch restart that found its key unchanged: %v", err)
+			}
+			if _, err := other.Delete(ctx, l.Key()); err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key was deleted after the watch restart")
+			if r := lossReason(l.Err()); r != coord.LossKeyDeleted {
+				t.Fatalf("lease lost with %v, want %s", l.Err(), coord.LossKeyDeleted)
+			}
+		})
+	}
+}
+
+// When the watch of a waiter's predecessor ends without the waiter asking (a
+// compaction, a closed stream), the waiter reads the queue again and, its
+// predecessor still there, watches it again: it acquires once the predecessor
+// releases, not before.
+func TestPredecessorWatchRestartRereadsTheQueue(t *testing.T) {
+	e := coordtest.Etcd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel() // before the sessions close: a waiter still waiting gives up
+	tenant := testTenant(t)
+	holder := newSession(t, e.Client(t), Config{Tenant: tenant, TTL: 10 * time.Second})
+	held, err := Acquire(ctx, holder, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := coordtest.NewEtcdClient(t, e.Endpoints...)
+	w := &endingWatcher{Watcher: cli.Watcher, key: held.Key(), rewatched: make(chan int64, 4)}
+	cli.Watcher = w // before the session starts: nothing else uses the client yet
+	s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second})
+
+	acquired := make(chan error, 1)
+	go func() {
+		l, err := Acquire(ctx, s, "job")
+		if err == nil && held.Err() == nil {
+			err = errors.New("acquired while the predecessor still holds")
+		}
+		if l != nil {
+			defer l.Release(context.Background())
+		}
+		acquired <- err
+	}()
+	select {
+	case <-w.rewatched:
+	case err := <-acquired:
+		t.Fatalf("the waiter returned (%v) instead of watching its predecessor again", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not watch its predecessor again after the watch ended")
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := coordtest.Recv(t, acquired, 10*time.Second, "the waiter acquiring after the release"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A waiter whose read of the queue fails after its predecessor left retries the
+// read: it neither fails nor takes the lease while an earlier request still holds
+// it (here the holder, behind a waiter that left), and acquires after the
+// holder's release.
+func TestWaiterRetriesAFailedReadOfTheQueue(t *testing.T) {
+	e := coordtest.Etcd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tenant := testTenant(t)
+	other := e.Client(t)
+	cfg := Config{Tenant: tenant, TTL: 10 * time.Second}
+	holder, middle := newSession(t, other, cfg), newSession(t, other, cfg)
+	held, err := Acquire(ctx, holder, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := held.Token().Lease()
+	middleDone := make(chan error, 1)
+	mctx, mcancel := context.WithCancel(ctx)
+	defer mcancel()
+	go func() {
+		_, err := Acquire(mctx, middle, "job")
+		middleDone <- err
+	}()
+	waitKeys(t, other, prefix+"/", 2)
+
+	h := &hangingTxn{refuse: 2} // its queue transaction goes through, its first read of the queue fails
+	cli := hangingTxnClient(t, e, h)
+	w := &endingWatcher{Watcher: cli.Watcher, key: held.Key(), keep: true, rewatched: make(chan int64, 4)}
+	cli.Watcher = w
+	s := newSession(t, cli, cfg)
+	acquired := make(chan error, 1)
+	go func() {
+		l, err := Acquire(ctx, s, "job")
+		if err == nil && held.Err() == nil {
+			err = errors.New("acquired while the holder still holds")
+		}
+		if l != nil {
+			defer l.Release(context.Background())
+		}
+		acquired <- err
+	}()
+	waitKeys(t, other, prefix+"/", 3)
+	mcancel() // the waiter in the middle leaves: the last one reads the queue again
+	if err := coordtest.Recv(t, middleDone, 10*time.Second, "the middle waiter leaving"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("middle waiter: %v", err)
+	}
+	select {
+	case <-w.rewatched: // it read the queue again, found the holder, and watches it
+	case err := <-acquired:
+		t.Fatalf("the waiter returned (%v) after a failed read of the queue", err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the waiter does not watch the holder after its predecessor left (%d Txns)", h.txns.Load())
+	}
+	if n := h.txns.Load(); n < 3 {
+		t.Fatalf("%d Txns: the failed read was not retried", n)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := coordtest.Recv(t, acquired, 10*time.Second, "the waiter acquiring after the release"); err != nil {
+		t.Fatal(err)
+	}
+}
