@@ -14,26 +14,32 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// endingWatcher is a clientv3.Watcher that ends the first watch of key (unless
-// keep), and every one while endAll is set, the way etcd ends a compacted watch:
-// one response carrying ErrCompacted, then a closed channel. It runs before (if
-// set) before ending the first. Every other watch goes to etcd; rewatched
-// receives the start revision of each of those on key.
+// endingWatcher is a clientv3.Watcher that ends the next ends watches of key the
+// way etcd ends a compacted watch: one response carrying ErrCompacted, then a
+// closed channel. It runs before (if set) before ending the first. Every other
+// watch goes to etcd; rewatched receives the start revision of each of those on
+// key.
 type endingWatcher struct {
 	clientv3.Watcher
 	key       string
-	keep      bool
-	endAll    atomic.Bool
+	ends      atomic.Int64
 	before    func()
 	ended     atomic.Bool
 	rewatched chan int64
 }
 
+// newEndingWatcher wraps cli's watcher, ending the first ends watches of key
+// (set key before the first watch).
+func newEndingWatcher(cli *clientv3.Client, ends int64) *endingWatcher {
+	w := &endingWatcher{Watcher: cli.Watcher, rewatched: make(chan int64, 4)}
+	w.ends.Store(ends)
+	return w
+}
+
 func (w *endingWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
 	if key == w.key {
-		first := !w.keep && w.ended.CompareAndSwap(false, true)
-		if first || w.endAll.Load() {
-			if first && w.before != nil {
+		if w.ends.Add(-1) >= 0 {
+			if w.ended.CompareAndSwap(false, true) && w.before != nil {
 				w.before()
 			}
 			rev := clientv3.OpGet(key, opts...).Rev()
@@ -96,7 +102,7 @@ func TestKeyWatchRestartRereadsTheKey(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			cli := coordtest.NewEtcdClient(t, e.Endpoints...)
-			w := &endingWatcher{Watcher: cli.Watcher, rewatched: make(chan int64, 4)}
+			w := newEndingWatcher(cli, 1)
 			kv := &failingGet{KV: cli.KV}
 			kv.fail.Store(c.failGets)
 			cli.Watcher, cli.KV = w, kv // before the session starts: nothing else uses the client yet
@@ -170,7 +176,8 @@ func TestPredecessorWatchRestartRereadsTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli := coordtest.NewEtcdClient(t, e.Endpoints...)
-	w := &endingWatcher{Watcher: cli.Watcher, key: held.Key(), rewatched: make(chan int64, 4)}
+	w := newEndingWatcher(cli, 1)
+	w.key = held.Key()
 	cli.Watcher = w // before the session starts: nothing else uses the client yet
 	s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second})
 
@@ -180,8 +187,10 @@ func TestPredecessorWatchRestartRereadsTheQueue(t *testing.T) {
 		if err == nil && held.Err() == nil {
 			err = errors.New("acquired while the predecessor still holds")
 		}
-		if l != nil {
-			defer l.Release(context.Background())
+		if l != nil { // released before the test goes on: nothing outlives it
+			if rerr := l.Release(ctx); rerr != nil && err == nil {
+				err = rerr
+			}
 		}
 		acquired <- err
 	}()
@@ -228,7 +237,8 @@ func TestWaiterRetriesAFailedReadOfTheQueue(t *testing.T) {
 
 	h := &hangingTxn{refuse: 2} // its queue transaction goes through, its first read of the queue fails
 	cli := hangingTxnClient(t, e, h)
-	w := &endingWatcher{Watcher: cli.Watcher, key: held.Key(), keep: true, rewatched: make(chan int64, 4)}
+	w := newEndingWatcher(cli, 0) // no watch ends: it reports the watch of the holder
+	w.key = held.Key()
 	cli.Watcher = w
 	s := newSession(t, cli, cfg)
 	acquired := make(chan error, 1)
@@ -237,8 +247,10 @@ func TestWaiterRetriesAFailedReadOfTheQueue(t *testing.T) {
 		if err == nil && held.Err() == nil {
 			err = errors.New("acquired while the holder still holds")
 		}
-		if l != nil {
-			defer l.Release(context.Background())
+		if l != nil { // released before the test goes on: nothing outlives it
+			if rerr := l.Release(ctx); rerr != nil && err == nil {
+				err = rerr
+			}
 		}
 		acquired <- err
 	}()
