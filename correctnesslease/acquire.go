@@ -207,7 +207,7 @@ wait:
 			if lost := l.lossErr(); lost != nil {
 				return "", 0, lost
 			}
-			if werr := (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(ctx, l.s.cfg.Clock, attempt); werr != nil {
+			if werr := (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second, Rand: l.s.cfg.backoffRand}).Wait(ctx, l.s.cfg.Clock, attempt); werr != nil {
 				if lost := l.lossErr(); lost != nil {
 					return "", 0, lost
 				}

@@ -2,6 +2,8 @@ package correctnesslease
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,38 +18,44 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// A retry loop against an etcd that keeps failing backs off: its delays are drawn
-// under ceilings that double from 50 ms up to 1 s, so in the first second of
-// failures it makes about seven attempts, and 15 or more only with a chance of
-// about 3 in a million. A loop whose ceiling stayed at 50 ms would make at least 20.
-const (
-	failingFor          = time.Second
-	tooManyAttemptsIn1s = 15
-)
+// The retry loops that read etcd again back off under ceilings that double from
+// 50 ms up to 1 s. These are the first four ceilings.
+var backoffCeilings = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
 
-// failingTxns fails every Txn of the client without sending it while failing is
-// set, counting them; first is closed at the first failure.
-type failingTxns struct {
-	failing   atomic.Bool
-	failed    atomic.Int64
-	first     chan struct{}
-	firstOnce atomic.Bool
+// ceilingRecorder is a Config.backoffRand that records the ceiling of each delay
+// drawn and draws no delay at all, so a test sees the schedule without waiting it.
+type ceilingRecorder struct {
+	mu       sync.Mutex
+	ceilings []time.Duration
 }
 
+func (r *ceilingRecorder) rand(n int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ceilings = append(r.ceilings, time.Duration(n))
+	return 0
+}
+
+func (r *ceilingRecorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprint(r.ceilings)
+}
+
+// failingTxns fails, without sending them, the client's Txns while fail is
+// positive (counting it down).
+type failingTxns struct{ fail atomic.Int64 }
+
 func (f *failingTxns) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if method == "/etcdserverpb.KV/Txn" && f.failing.Load() {
-		f.failed.Add(1)
-		if f.firstOnce.CompareAndSwap(false, true) {
-			close(f.first)
-		}
+	if method == "/etcdserverpb.KV/Txn" && f.fail.Add(-1) >= 0 {
 		return status.Error(codes.Internal, "injected: no answer to a Txn")
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 // A waiter whose reads of the queue keep failing after its predecessor left
-// retries them with a growing backoff, not at a fixed rate, and acquires once etcd
-// answers again.
+// retries them under a growing backoff (50 ms, 100 ms, 200 ms, 400 ms: not at a
+// fixed rate, nor from a larger first ceiling), and acquires once etcd answers.
 func TestWaiterBacksOffWhileTheQueueCannotBeRead(t *testing.T) {
 	e := coordtest.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -59,7 +67,7 @@ func TestWaiterBacksOffWhileTheQueueCannotBeRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &failingTxns{first: make(chan struct{})}
+	f := &failingTxns{}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   e.Endpoints,
 		DialTimeout: 2 * time.Second,
@@ -70,72 +78,62 @@ func TestWaiterBacksOffWhileTheQueueCannotBeRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	s := newSession(t, cli, cfg)
+	rec := &ceilingRecorder{}
+	wcfg := cfg
+	wcfg.backoffRand = rec.rand
+	s := newSession(t, cli, wcfg)
 	acquired := make(chan error, 1)
 	go func() {
 		l, err := Acquire(ctx, s, "job")
-		if l != nil {
-			defer l.Release(context.Background())
+		if l != nil { // released before the test goes on: nothing outlives it
+			if rerr := l.Release(ctx); rerr != nil && err == nil {
+				err = rerr
+			}
 		}
 		acquired <- err
 	}()
-	waitKeys(t, other, held.Token().Lease()+"/", 2)
-	f.failing.Store(true)
+	waitKeys(t, other, held.Token().Lease()+"/", 2) // queued: its next Txn is its read of the queue
+	f.fail.Store(int64(len(backoffCeilings)))
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitDone(t, f.first, 10*time.Second, "the waiter's first read of the queue after the release")
-	time.Sleep(failingFor)
-	f.failing.Store(false)
-	n := f.failed.Load()
 	if err := coordtest.Recv(t, acquired, 10*time.Second, "the waiter acquiring once etcd answers"); err != nil {
 		t.Fatalf("waiter: %v", err)
 	}
-	if n < 2 || n >= tooManyAttemptsIn1s {
-		t.Fatalf("%d reads of the queue in %v of failures, want a few (more than one, under %d): a growing backoff", n, failingFor, tooManyAttemptsIn1s)
+	if got, want := rec.String(), fmt.Sprint(backoffCeilings); got != want {
+		t.Fatalf("backoff ceilings of the failed reads of the queue %s, want %s", got, want)
 	}
 }
 
 // A lease whose key watch keeps ending while its reads of the key keep failing
-// retries with a growing backoff, not at a fixed rate, and keeps its authority
-// (and its watch) once etcd answers again.
+// retries under a growing backoff (50 ms, 100 ms, 200 ms, 400 ms), and keeps its
+// authority and its watch once etcd answers.
 func TestKeyWatchBacksOffWhileTheKeyCannotBeRead(t *testing.T) {
 	e := coordtest.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cli := coordtest.NewEtcdClient(t, e.Endpoints...)
-	w := &endingWatcher{Watcher: cli.Watcher, rewatched: make(chan int64, 4)}
+	fails := int64(len(backoffCeilings))
+	w := newEndingWatcher(cli, fails) // each ended watch is followed by a failed read
 	kv := &failingGet{KV: cli.KV}
+	kv.fail.Store(fails)
 	cli.Watcher, cli.KV = w, kv // before the session starts: nothing else uses the client yet
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second})
+	rec := &ceilingRecorder{}
+	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second, backoffRand: rec.rand})
 	prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.key, kv.key = s.keyFor(prefix), s.keyFor(prefix)
-	const lots = 1 << 20
-	kv.fail.Store(lots)
-	w.endAll.Store(true)
 	l, err := Acquire(ctx, s, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(context.Background())
-	deadline := time.Now().Add(10 * time.Second)
-	for kv.failed.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the lease never read its key after its watch ended")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(failingFor)
-	w.endAll.Store(false)
-	kv.fail.Store(0)
-	n := kv.failed.Load()
-	if n < 2 || n >= tooManyAttemptsIn1s {
-		t.Fatalf("%d reads of the key in %v of failures, want a few (more than one, under %d): a growing backoff", n, failingFor, tooManyAttemptsIn1s)
-	}
 	coordtest.Recv(t, w.rewatched, 10*time.Second, "the lease watching its key again once etcd answers")
+	if got, want := rec.String(), fmt.Sprint(backoffCeilings); got != want {
+		t.Fatalf("backoff ceilings of the failed reads of the key %s, want %s", got, want)
+	}
 	if err := l.Err(); err != nil {
 		t.Fatalf("lease lost after its key could be read again: %v", err)
 	}

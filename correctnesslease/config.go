@@ -71,6 +71,10 @@ type Config struct {
 
 	// keepAliveOnce replaces cli.KeepAliveOnce in tests of the renewal logic.
 	keepAliveOnce keepAliveFunc
+	// backoffRand replaces the random draw of the retry backoffs (a read of the
+	// queue or of the lease's key, a fence or a cleanup retried) in tests of their
+	// schedule; nil draws from math/rand as usual.
+	backoffRand func(n int64) int64
 }
 
 func (c Config) withDefaults() Config {

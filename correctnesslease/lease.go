@@ -229,7 +229,7 @@ func (l *Lease) watchKey() {
 			if ctx.Err() != nil {
 				return
 			}
-			_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(ctx, l.s.cfg.Clock, attempt)
+			_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second, Rand: l.s.cfg.backoffRand}).Wait(ctx, l.s.cfg.Clock, attempt)
 			continue
 		}
 		if len(resp.Kvs) == 0 {

@@ -273,7 +273,7 @@ func (s *Session) settle(try func() bool, then func()) {
 			defer then()
 		}
 		for attempt := 0; ; attempt++ {
-			if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(s.stopCtx, s.cfg.Clock, attempt) != nil {
+			if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second, Rand: s.cfg.backoffRand}).Wait(s.stopCtx, s.cfg.Clock, attempt) != nil {
 				return
 			}
 			if try() {
