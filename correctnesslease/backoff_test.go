@@ -77,7 +77,7 @@ func TestWaiterBacksOffWhileTheQueueCannotBeRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	t.Cleanup(func() { cli.Close() }) // after the session's Close, which revokes through it
 	rec := &ceilingRecorder{}
 	wcfg := cfg
 	wcfg.backoffRand = rec.rand
