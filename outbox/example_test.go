@@ -84,7 +84,12 @@ func Example() {
 	rctx, stop := context.WithCancel(ctx)
 	relayDone := make(chan error)
 	go func() { relayDone <- relay.Run(rctx) }()
-	m := <-received
+	var m outbox.Message
+	select {
+	case m = <-received:
+	case <-time.After(30 * time.Second):
+		log.Fatal("the relay published nothing within 30 s")
+	}
 	stop()
 	<-relayDone
 
