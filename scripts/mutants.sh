@@ -6,6 +6,9 @@
 #   scripts/mutants.sh pgfence saga    only these (keys of the table below, or "curated")
 #   MUTANTS_DRY_RUN=1 scripts/mutants.sh ...   list gremlins' mutants without running them
 #   MUTANTS_CURATED=regexp scripts/mutants.sh curated   only the curated mutants whose id matches
+#   MUTANTS_TIMEOUT_COEFFICIENT=2 scripts/mutants.sh ...  a mutant's test run may take this many
+#     times the coverage run before it counts as timed out (default 5; a loaded machine makes the
+#     coverage run slow, and every mutant that hangs then costs the whole timeout)
 #
 # Go code: github.com/go-gremlins/gremlins (installed into its own GOBIN, never the
 # SDK's go.mod) mutates operators and conditions in the listed files and runs the
@@ -75,7 +78,7 @@ for entry in "${packages[@]}"; do
     [[ "$b" =~ ^${files}$ ]] || excludes+=(-E "^${b}\.go\$")
   done
   out="$results/$key.json"
-  flags=(--workers 1 --timeout-coefficient 5 --invert-logical --invert-loopctrl -o "$out")
+  flags=(--workers 1 --timeout-coefficient "${MUTANTS_TIMEOUT_COEFFICIENT:-5}" --invert-logical --invert-loopctrl -o "$out")
   [ -n "${MUTANTS_DRY_RUN:-}" ] && flags+=(--dry-run)
   goflags="-count=1 -skip=${skip}"
   [ -n "$run" ] && goflags+=" -run=${run}"
