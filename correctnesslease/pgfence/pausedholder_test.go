@@ -144,7 +144,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 	}
 	etcd := coordtest.Etcd(t)
 	db := coordtest.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(rounds, 1))*30*time.Second)
 	defer cancel()
 	f, err := pgfence.New(pgfence.Config{})
 	if err != nil {
@@ -273,6 +273,9 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 }
 
 func minDur(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
 	m := ds[0]
 	for _, d := range ds {
 		m = min(m, d)
@@ -281,6 +284,9 @@ func minDur(ds []time.Duration) time.Duration {
 }
 
 func maxDur(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
 	m := ds[0]
 	for _, d := range ds {
 		m = max(m, d)
