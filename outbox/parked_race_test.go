@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,30 +34,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	hook := rand.Int32()
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			IF key = pg_catalog.hashtext(%s) THEN
-				PERFORM pg_catalog.pg_advisory_xact_lock_shared(%d, 1);
-			END IF;`, "'"+raced+"'", hook))
-
-	gate, err := db.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gate.Release()
-	if _, err := gate.Exec(ctx, "SELECT pg_advisory_lock($1, 1)", hook); err != nil {
-		t.Fatal(err)
-	}
-	unlocked := false
-	unlock := func() {
-		if !unlocked {
-			unlocked = true
-			if _, err := gate.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1, 1)", hook); err != nil {
-				t.Errorf("unlock the gate: %v", err)
-			}
-		}
-	}
-	defer unlock()
+	hooked, gate := gatedTryLock(t, ctx, db, raced)
 
 	// In seq order: the other key first (relay 1 locks it before it reaches the
 	// raced key), then the raced key's two events.
@@ -69,10 +47,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRelays(t, r1)
-	gatePID := gate.Conn().PgConn().PID()
-	waitFor(t, "relay 1's locking scan to wait at the raced key", 20*time.Second, func() bool {
-		return count(t, db.Pool, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, gatePID) > 0
-	})
+	gate.waitForAWaiter("relay 1's locking scan to wait at the raced key")
 
 	// Relay 2 claims the raced key (relay 1 holds the other), fails it and parks
 	// its head; the follower is not an attempt of its own.
@@ -96,7 +71,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 		t.Fatalf("relay 2: %+v, want 1 parked, 0 published", s)
 	}
 
-	unlock()
+	gate.open()
 	waitFor(t, "relay 1 to publish the other key", 20*time.Second, func() bool { return r1.Stats().Published >= 1 })
 	if n := rec1.published(raced); n != -1 {
 		t.Fatalf("relay 1 published event %d of a key parked before its claim: it must wait for an operator", n)
@@ -105,6 +80,58 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	if n := count(t, db.Pool, `SELECT count(*) FROM ob WHERE aggregateid = $1 AND published_at IS NULL`, raced); n != 1 {
 		t.Fatalf("%d events of the parked key pending, want its follower", n)
 	}
+}
+
+// gatedTryLock returns a pool whose relays, trying the advisory lock of key,
+// wait there until the gate opens: the hook takes, shared, a lock the gate's
+// connection holds. The gate opens when the test ends, if not before.
+func gatedTryLock(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string) (*pgxpool.Pool, *tryLockGate) {
+	t.Helper()
+	hook := rand.Int32()
+	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
+			IF key = pg_catalog.hashtext('%s') THEN
+				PERFORM pg_catalog.pg_advisory_xact_lock_shared(%d, 1);
+			END IF;`, key, hook))
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, 1)", hook); err != nil {
+		conn.Release()
+		t.Fatal(err)
+	}
+	g := &tryLockGate{t: t, ctx: ctx, db: db, conn: conn, hook: hook}
+	t.Cleanup(g.open)
+	return hooked, g
+}
+
+// tryLockGate holds the relays of a gatedTryLock pool at the gated key.
+type tryLockGate struct {
+	t      *testing.T
+	ctx    context.Context
+	db     *coordtest.PostgresDB
+	conn   *pgxpool.Conn
+	hook   int32
+	opened sync.Once
+}
+
+// waitForAWaiter waits (20 s at most) until a backend waits on the gate.
+func (g *tryLockGate) waitForAWaiter(what string) {
+	g.t.Helper()
+	pid := g.conn.Conn().PgConn().PID()
+	waitFor(g.t, what, 20*time.Second, func() bool {
+		return count(g.t, g.db.Pool, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, pid) > 0
+	})
+}
+
+// open lets the waiting relays go on; later calls do nothing.
+func (g *tryLockGate) open() {
+	g.opened.Do(func() {
+		if _, err := g.conn.Exec(context.WithoutCancel(g.ctx), "SELECT pg_advisory_unlock($1, 1)", g.hook); err != nil {
+			g.t.Errorf("open the gate: %v", err)
+		}
+		g.conn.Release()
+	})
 }
 
 // hookedTryLock creates, in db's schema, a pg_try_advisory_xact_lock(cls, key)

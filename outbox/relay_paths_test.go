@@ -196,29 +196,7 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	hook := rand.Int32()
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			IF key = pg_catalog.hashtext('%s') THEN
-				PERFORM pg_catalog.pg_advisory_xact_lock_shared(%d, 1);
-			END IF;`, raced, hook))
-	gate, err := db.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gate.Release()
-	if _, err := gate.Exec(ctx, "SELECT pg_advisory_lock($1, 1)", hook); err != nil {
-		t.Fatal(err)
-	}
-	unlocked := false
-	unlock := func() {
-		if !unlocked {
-			unlocked = true
-			if _, err := gate.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1, 1)", hook); err != nil {
-				t.Errorf("unlock the gate: %v", err)
-			}
-		}
-	}
-	defer unlock()
+	hooked, gate := gatedTryLock(t, ctx, db, raced)
 
 	// In seq order: relay 1 locks other:0, then waits at raced:0; after the
 	// gate it locks raced:0, raced:1 and other:1 (its key already held).
@@ -232,10 +210,7 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRelays(t, r1)
-	gatePID := gate.Conn().PgConn().PID()
-	waitFor(t, "relay 1's locking scan to wait at the raced key", 20*time.Second, func() bool {
-		return count(t, db.Pool, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, gatePID) > 0
-	})
+	gate.waitForAWaiter("relay 1's locking scan to wait at the raced key")
 
 	// Relay 2 can lock only the raced key (relay 1 holds the other); it fails
 	// the head, which now waits an hour for its retry.
@@ -254,7 +229,7 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 		t.Fatalf("relay 2: %+v, want 1 failure, 0 published", s)
 	}
 
-	unlock()
+	gate.open()
 	waitFor(t, "relay 1 to publish the other key", 20*time.Second, func() bool { return pub1.published(other) == 1 })
 	if n := pub1.published(raced); n != -1 {
 		t.Fatalf("relay 1 published event %d of a key whose head waits an hour for its retry", n)
