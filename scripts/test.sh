@@ -113,10 +113,9 @@ env | grep '^COORD_TEST_' | sed 's/^/  /'
 
 packages=0
 for m in "${modules[@]}"; do packages=$((packages + $(cd "$m" && go list ./... | wc -l))); done
-# Two lanes at once: the SDK module (.) in one, the other modules one after
-# another in the other, the reliability scenarios first. Most test binaries wait
-# on TTLs and servers, so one module at a time left the machine idle at each
-# module's slowest package (reliability alone for ~90 s at the end).
+# Two lanes at once (see the top): the SDK module (.) in one, the other modules
+# one after another in the other, the reliability scenarios (the longest wait)
+# first.
 lane_b=()
 for m in "${modules[@]}"; do [ "$m" != reliability ] || lane_b+=("$m"); done
 for m in "${modules[@]}"; do [ "$m" = . ] || [ "$m" = reliability ] || lane_b+=("$m"); done
