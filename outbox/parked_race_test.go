@@ -82,6 +82,22 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	}
 }
 
+// firstTryLockFails returns a pool whose first try of the advisory lock of key
+// fails, as if another relay held it for that instant (later tries are real),
+// and the sequence whose last_value counts the tries of key: the test's proof
+// that the race happened.
+func firstTryLockFails(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string) (hooked *pgxpool.Pool, calls string) {
+	t.Helper()
+	calls = fmt.Sprintf("try_calls_%d", rand.Uint32())
+	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+calls); err != nil {
+		t.Fatal(err)
+	}
+	return hookedTryLock(t, ctx, db, fmt.Sprintf(`
+			IF key = pg_catalog.hashtext('%s') AND nextval('%s') = 1 THEN
+				RETURN false;
+			END IF;`, key, calls)), calls
+}
+
 // gatedTryLock returns a pool whose relays, trying the advisory lock of key,
 // wait there until the gate opens: the hook takes, shared, a lock the gate's
 // connection holds. The gate opens when the test ends, if not before.

@@ -141,14 +141,7 @@ func TestClaimIsCutToTheBatchSize(t *testing.T) {
 	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), BatchSize: 2, PollInterval: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	calls := fmt.Sprintf("cut_calls_%d", rand.Uint32())
-	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+calls); err != nil {
-		t.Fatal(err)
-	}
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			IF key = pg_catalog.hashtext('%s') AND nextval('%s') = 1 THEN
-				RETURN false;
-			END IF;`, raced, calls))
+	hooked, calls := firstTryLockFails(t, ctx, db, raced)
 	// The scan skips raced:0, locks other:0 and raced:1 (BatchSize rows); the
 	// claim reads raced:0, other:0, raced:1.
 	enqueue(t, db.Pool, ob, ev(raced, 0))

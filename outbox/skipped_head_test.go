@@ -2,8 +2,6 @@ package outbox_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -30,14 +28,7 @@ func TestKeySkippedAtItsHeadIsClaimedFromItsHead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	calls := fmt.Sprintf("raced_calls_%d", rand.Uint32())
-	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+calls); err != nil {
-		t.Fatal(err)
-	}
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			IF key = pg_catalog.hashtext('%s') AND nextval('%s') = 1 THEN
-				RETURN false;
-			END IF;`, raced, calls))
+	hooked, calls := firstTryLockFails(t, ctx, db, raced)
 
 	// In seq order: the raced key's head, the other key, the raced key's next.
 	enqueue(t, db.Pool, ob, ev(raced, 0))
