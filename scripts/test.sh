@@ -89,6 +89,13 @@ for m in "${modules[@]}"; do
   while_running "go vet ($m)" "$gocache" sh -c "cd '$m' && GOGC=$tool_gogc go vet -race=$(race "$m") ./..."
 done
 
+# The API gate (scripts/tools/apigate, api/README.md): the exported API of the
+# published packages against api/*.txt and CHANGELOG.md. It reads the export
+# data go vet just compiled (a few seconds). To record a change:
+# go -C scripts/tools run ./apigate -w
+phase "API gate: exported names against api/*.txt and CHANGELOG.md"
+go -C scripts/tools run -race=false ./apigate
+
 # staticcheck is CPU work of its own (its cold build ~2 min, then it analyses every
 # dependency from source) and the tests mostly wait on TTLs: it is built and runs
 # beside them, its verdict printed after them. The tools module (scripts/tools) pins
