@@ -429,6 +429,7 @@ func conventions(ps []*pkg) []string {
 		bad = append(bad, checkConfigs(p, configErr[path.Dir(p.importPath)])...)
 		bad = append(bad, checkMigrations(p)...)
 		bad = append(bad, checkDocExamples(p)...)
+		bad = append(bad, checkDBVocabulary(p)...)
 	}
 	slices.Sort(bad)
 	return bad
@@ -456,6 +457,9 @@ func TestConventionsCatchViolations(t *testing.T) {
 		"validates a Config but declares no ConfigError",
 		"Store has 2 of Migrate, MigrateTx, MigrationSQL",
 		"example discards a value: s, _ := badfeature.New(badfeature.Config{})",
+		"Querier is a database handle; the vocabulary names it DBTX or Beginner",
+		"SchemaVersion takes a Querier; take a DBTX or a Beginner",
+		"SchemaVersion takes a Querier; it takes a DBTX in every package",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the fixture's violation %q was not caught; got:\n%s", want, got)

@@ -244,7 +244,7 @@ func (s *Store) runPhase(ctx context.Context, ph Phase, st *State, token []byte)
 
 // fence renews token's lock on the key for LockTimeout; ErrLockLost if token no
 // longer owns it.
-func (s *Store) fence(ctx context.Context, db Execer, st *State, token []byte) error {
+func (s *Store) fence(ctx context.Context, db DBTX, st *State, token []byte) error {
 	tag, err := db.Exec(ctx, `UPDATE `+s.table+` SET locked_until = now() + $4::bigint * interval '1 millisecond'
 		WHERE scope = $1 AND idem_key = $2 AND lock_token = $3 AND status = 1`,
 		st.Key.Scope, st.Key.ID, token, s.cfg.LockTimeout.Milliseconds())
@@ -259,7 +259,7 @@ func (s *Store) fence(ctx context.Context, db Execer, st *State, token []byte) e
 
 // advance records recovery point rp (and the response, when set) if token still
 // owns the key.
-func (s *Store) advance(ctx context.Context, db Execer, rp string, st *State, token []byte) error {
+func (s *Store) advance(ctx context.Context, db DBTX, rp string, st *State, token []byte) error {
 	var (
 		done   = st.Response != nil
 		status *int

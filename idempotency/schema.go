@@ -6,28 +6,31 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Execer runs a statement: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+// DBTX runs statements: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (sqlc's name: Exec,
+// Query, QueryRow). Single statements and reads take one.
+type DBTX = pgtx.DBTX
 
-// Querier runs a query: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a
+// savepoint). A call that runs its own transaction takes one.
+type Beginner = pgtx.Beginner
 
-// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+// Execer is DBTX.
+//
+// Deprecated: use DBTX.
+type Execer = DBTX
+
+// Querier is DBTX.
+//
+// Deprecated: use DBTX.
+type Querier = DBTX
 
 // component is the key table's versioned schema.
 func component(cfg Config) (pgschema.Component, error) {
@@ -62,6 +65,6 @@ func (s *Store) MigrationSQL() []string { return s.schema.SQL() }
 // SchemaVersion returns the schema version recorded in the database (0 before the
 // first migration) and the newest version this code ships. applied < latest means
 // Migrate has work to do; applied > latest, that a newer release migrated it.
-func (s *Store) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+func (s *Store) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
 	return s.schema.Version(ctx, db)
 }

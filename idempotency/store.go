@@ -340,7 +340,7 @@ func (r *keyRow) scan(row pgx.Row) error {
 	return row.Scan(&r.fingerprint, &r.status, &r.respStatus, &r.respHeader, &r.respBody)
 }
 
-func (s *Store) lookup(ctx context.Context, db Querier, key Key) (keyRow, bool, error) {
+func (s *Store) lookup(ctx context.Context, db DBTX, key Key) (keyRow, bool, error) {
 	var r keyRow
 	found, err := scanKey(&r, db.QueryRow(ctx, s.q.lookup, key.Scope, key.ID))
 	if err != nil {
@@ -360,7 +360,7 @@ func scanKey(r *keyRow, row pgx.Row) (found bool, err error) {
 
 // classify turns an existing row into the outcome for a request with fingerprint
 // fp; db answers the follow-up query for a key in progress.
-func (s *Store) classify(ctx context.Context, db Querier, key Key, fp Fingerprint, r keyRow) (Result, error) {
+func (s *Store) classify(ctx context.Context, db DBTX, key Key, fp Fingerprint, r keyRow) (Result, error) {
 	if !bytes.Equal(r.fingerprint, fp[:]) {
 		s.in.mismatches.Add(ctx, 1)
 		return Result{}, &MismatchError{Key: key}

@@ -134,7 +134,7 @@ func (in *Inbox) ProcessTx(ctx context.Context, tx pgx.Tx, consumer, eventID str
 
 // Prune forgets processed ids older than Retention, in bounded statements; it
 // returns how many it deleted.
-func (in *Inbox) Prune(ctx context.Context, db Execer) (int64, error) {
+func (in *Inbox) Prune(ctx context.Context, db DBTX) (int64, error) {
 	var total int64
 	for {
 		tag, err := db.Exec(ctx, `DELETE FROM `+in.table+` WHERE ctid IN (SELECT ctid FROM `+in.table+

@@ -13,11 +13,6 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
 // outboxComponent is the versioned schema of the outbox table and its
 // dead-letter table.
 func outboxComponent(cfg Config) (pgschema.Component, error) {
@@ -68,7 +63,7 @@ func (o *Outbox) MigrationSQL() []string { return o.schema.SQL() }
 // SchemaVersion returns the schema version recorded in the database (0 before the
 // first migration) and the newest version this code ships. applied < latest means
 // Migrate has work to do; applied > latest, that a newer release migrated it.
-func (o *Outbox) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+func (o *Outbox) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
 	return o.schema.Version(ctx, db)
 }
 
@@ -85,6 +80,6 @@ func (in *Inbox) MigrationSQL() []string { return in.schema.SQL() }
 
 // SchemaVersion returns the inbox's recorded and newest schema versions; see
 // Outbox.SchemaVersion.
-func (in *Inbox) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+func (in *Inbox) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
 	return in.schema.Version(ctx, db)
 }

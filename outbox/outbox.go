@@ -1,27 +1,33 @@
 package outbox
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 
 	"github.com/coordkit/coordkit/internal/pgschema"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
-// Execer runs a statement: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+// DBTX runs statements: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (sqlc's name: Exec,
+// Query, QueryRow). Single statements and reads take one.
+type DBTX = pgtx.DBTX
 
-// Querier is what the operator API (Parked, Requeue, Discard, Prune) needs: a
-// *pgxpool.Pool or *pgx.Conn.
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a
+// savepoint). A call that runs its own transaction takes one.
+type Beginner = pgtx.Beginner
+
+// Execer is DBTX.
+//
+// Deprecated: use DBTX.
+type Execer = DBTX
+
+// Querier is both handles: what the operator API took before it took DBTX
+// (Parked, Prune, Status, SchemaVersion) and Beginner (Requeue, Discard).
+//
+// Deprecated: use DBTX, or Beginner for Requeue and Discard.
 type Querier interface {
-	Execer
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Begin(ctx context.Context) (pgx.Tx, error)
+	DBTX
+	Beginner
 }
 
 // Outbox writes events into the outbox table and builds relays that publish them.

@@ -27,7 +27,7 @@ type ParkedEvent struct {
 }
 
 // Parked lists up to limit parked events in outbox order. It blocks for one query.
-func (o *Outbox) Parked(ctx context.Context, db Querier, limit int) ([]ParkedEvent, error) {
+func (o *Outbox) Parked(ctx context.Context, db DBTX, limit int) ([]ParkedEvent, error) {
 	rows, err := db.Query(ctx, o.sql.parkedList, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: parked: %w", err)
@@ -65,17 +65,17 @@ func scanParked(rows pgx.Rows) ([]ParkedEvent, error) {
 // before the key's later events. It waits for the relay driving the key (if any)
 // to finish its batch. It returns an error matching ErrNotParked if id is not
 // parked.
-func (o *Outbox) Requeue(ctx context.Context, db Querier, id ID) error {
+func (o *Outbox) Requeue(ctx context.Context, db Beginner, id ID) error {
 	return o.operate(ctx, db, id, o.sql.requeue)
 }
 
 // Discard deletes a parked event for good; the key's later events then flow. It
 // returns an error matching ErrNotParked if id is not parked.
-func (o *Outbox) Discard(ctx context.Context, db Querier, id ID) error {
+func (o *Outbox) Discard(ctx context.Context, db Beginner, id ID) error {
 	return o.operate(ctx, db, id, o.sql.discard)
 }
 
-func (o *Outbox) operate(ctx context.Context, db Querier, id ID, q string) error {
+func (o *Outbox) operate(ctx context.Context, db Beginner, id ID, q string) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var key string
 		if err := tx.QueryRow(ctx, o.sql.parkedKey, id.String()).Scan(&key); err != nil {
@@ -102,7 +102,7 @@ func (o *Outbox) operate(ctx context.Context, db Querier, id ID, q string) error
 // most Config.PruneBatch rows, until none is left; it returns how many it
 // deleted. Relays call it every Config.PruneInterval; call it yourself if no relay
 // runs. ctx cancels it between (or during) statements.
-func (o *Outbox) Prune(ctx context.Context, db Querier) (int64, error) {
+func (o *Outbox) Prune(ctx context.Context, db DBTX) (int64, error) {
 	var total int64
 	for {
 		tag, err := db.Exec(ctx, o.sql.prune, o.cfg.Retention.Milliseconds(), o.cfg.PruneBatch)

@@ -44,7 +44,7 @@ const StatusWindow = 5 * time.Minute
 
 // Status reads the outbox's backlog, publish lag and parked keys (see Status).
 // It is read-only and takes no lock: three queries, which ctx cancels.
-func (o *Outbox) Status(ctx context.Context, db Querier) (Status, error) {
+func (o *Outbox) Status(ctx context.Context, db DBTX) (Status, error) {
 	var s Status
 	var oldest, p99 float64
 	if err := db.QueryRow(ctx, `SELECT

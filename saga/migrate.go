@@ -8,20 +8,24 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 //go:embed migrations
 var migrations embed.FS
 
-// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+// DBTX runs statements: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (sqlc's name: Exec,
+// Query, QueryRow). Single statements and reads take one.
+type DBTX = pgtx.DBTX
 
-// Querier runs a query: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a
+// savepoint). A call that runs its own transaction takes one.
+type Beginner = pgtx.Beginner
+
+// Querier is DBTX.
+//
+// Deprecated: use DBTX.
+type Querier = DBTX
 
 // sagaComponent is the versioned schema of the saga table.
 func sagaComponent(schema, table string) (pgschema.Component, error) {
@@ -68,7 +72,7 @@ func (c *Client) MigrationSQL() []string { return c.schema.SQL() }
 // SchemaVersion returns the schema version recorded in the database (0 before the
 // first migration) and the newest version this code ships. applied < latest means
 // Migrate has work to do; applied > latest, that a newer release migrated it.
-func (c *Client) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+func (c *Client) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
 	return c.schema.Version(ctx, db)
 }
 
@@ -85,6 +89,6 @@ func (b *Barrier) MigrationSQL() []string { return b.schema.SQL() }
 
 // SchemaVersion returns the barrier's recorded and newest schema versions; see
 // Client.SchemaVersion.
-func (b *Barrier) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+func (b *Barrier) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
 	return b.schema.Version(ctx, db)
 }

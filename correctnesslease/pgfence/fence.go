@@ -15,21 +15,17 @@ import (
 	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
-// DBTX is what a single fenced statement needs: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type DBTX interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DBTX runs statements: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (sqlc's name: Exec,
+// Query, QueryRow). Single statements and reads take one.
+type DBTX = pgtx.DBTX
 
-// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a
+// savepoint). A call that runs its own transaction takes one.
+type Beginner = pgtx.Beginner
 
 // Fence checks fencing tokens against a fence table. It is safe for concurrent use
 // and holds no connection of its own.

@@ -9,10 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Querier runs a query returning rows: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+// Querier is DBTX.
+//
+// Deprecated: use DBTX.
+type Querier = DBTX
 
 // Row is one lease's fence: the highest token revision it has presented.
 type Row struct {
@@ -39,7 +39,7 @@ type ListOpts struct {
 // List returns the fence table's rows in lease order: the operator's view
 // (coordctl fences list). It is read-only and takes no lock; one query, which ctx
 // cancels. A negative or too large Limit is a *ConfigError.
-func (f *Fence) List(ctx context.Context, db Querier, opts *ListOpts) ([]Row, error) {
+func (f *Fence) List(ctx context.Context, db DBTX, opts *ListOpts) ([]Row, error) {
 	var o ListOpts
 	if opts != nil {
 		o = *opts
@@ -81,7 +81,7 @@ func (f *Fence) Get(ctx context.Context, db DBTX, lease string) (r Row, ok bool,
 
 // Resets returns up to limit (1..MaxListLimit) audited resets of lease's fence
 // row, newest first, as ResetFence recorded them. It is read-only.
-func (f *Fence) Resets(ctx context.Context, db Querier, lease string, limit int) ([]ResetResult, error) {
+func (f *Fence) Resets(ctx context.Context, db DBTX, lease string, limit int) ([]ResetResult, error) {
 	if limit < 1 || limit > MaxListLimit {
 		return nil, &ConfigError{Field: "limit", Reason: fmt.Sprintf("%d outside [1, %d]", limit, MaxListLimit)}
 	}

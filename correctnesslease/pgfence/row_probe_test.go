@@ -38,6 +38,11 @@ func (d *probeDB) QueryRow(context.Context, string, ...any) pgx.Row {
 	return probeRow{d}
 }
 
+// Query is DBTX's; Update never calls it.
+func (d *probeDB) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	return nil, errors.New("probeDB: Update called Query")
+}
+
 type probeRow struct{ d *probeDB }
 
 func (r probeRow) Scan(dest ...any) error {

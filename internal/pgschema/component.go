@@ -31,15 +31,11 @@ type Component struct {
 	Migrations []Migration
 }
 
-// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+// Beginner starts a transaction (pgtx.Beginner).
+type Beginner = pgtx.Beginner
 
-// Querier runs a query: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DBTX runs statements: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (pgtx.DBTX).
+type DBTX = pgtx.DBTX
 
 // Latest is the newest version the component ships.
 func (c Component) Latest() int { return len(c.Migrations) }
@@ -112,7 +108,7 @@ const lockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('coordkit.migrate
 
 // Applied returns the highest version recorded for the component, 0 when none is
 // (or when VersionTable does not exist). It does not lock.
-func (c Component) Applied(ctx context.Context, db Querier) (int, error) {
+func (c Component) Applied(ctx context.Context, db DBTX) (int, error) {
 	var exists bool
 	if err := db.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", c.versionTable()).Scan(&exists); err != nil {
 		return 0, c.fail(fmt.Errorf("schema version of %s: %w", c, err))
@@ -129,7 +125,7 @@ func (c Component) Applied(ctx context.Context, db Querier) (int, error) {
 }
 
 // Version returns what SchemaVersion reports: the applied and the newest version.
-func (c Component) Version(ctx context.Context, db Querier) (applied, latest int, err error) {
+func (c Component) Version(ctx context.Context, db DBTX) (applied, latest int, err error) {
 	applied, err = c.Applied(ctx, db)
 	return applied, c.Latest(), err
 }

@@ -140,7 +140,7 @@ func (a *Admin) Discard(ctx context.Context, id string, req Request) (Change, er
 }
 
 func (a *Admin) parkedMutation(ctx context.Context, action, idText string, req Request,
-	apply func(context.Context, outbox.Querier, outbox.ID) error) (Change, error) {
+	apply func(context.Context, outbox.Beginner, outbox.ID) error) (Change, error) {
 	id, err := outbox.ParseID(idText)
 	if err != nil {
 		return Change{}, fmt.Errorf("coordctl: %s: %w", action, err)

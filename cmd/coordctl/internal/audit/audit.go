@@ -92,7 +92,7 @@ func (t *Trail) Migrate(ctx context.Context, db pgschema.Beginner) error {
 func (t *Trail) MigrationSQL() []string { return t.schema.SQL() }
 
 // Ready returns ErrNotMigrated unless the table is at this coordctl's version.
-func (t *Trail) Ready(ctx context.Context, db pgschema.Querier) error {
+func (t *Trail) Ready(ctx context.Context, db pgschema.DBTX) error {
 	applied, latest, err := t.schema.Version(ctx, db)
 	if err != nil {
 		return err
