@@ -105,9 +105,12 @@ func (p *pkg) library() bool {
 // composes lists the composite packages, one layer above the features they are
 // made of (docs/architecture.md): ownership's members are correctnesslease
 // sessions and its partitions correctnesslease leases, its member keys are
-// membership records. Nothing imports a composite package.
+// membership records; schedule's jobs hash onto ownership partitions and each
+// fire is fenced by pgfence with its partition's token. Nothing imports a
+// composite package but a composite made of it.
 var composes = map[string][]string{
 	"ownership": {"correctnesslease", "membership"},
+	"schedule":  {"ownership", "correctnesslease"},
 }
 
 // checkImports holds the layering of docs/architecture.md: coord imports only the

@@ -24,6 +24,7 @@ import (
 	"github.com/coordkit/coordkit/outbox/natsjs"
 	"github.com/coordkit/coordkit/ownership"
 	"github.com/coordkit/coordkit/saga"
+	"github.com/coordkit/coordkit/schedule"
 	"github.com/coordkit/coordkit/testing/fencetest"
 )
 
@@ -161,6 +162,14 @@ var exportedErrors = []exportedError{
 	{"ownership.ErrAlreadyJoined", ownership.ErrAlreadyJoined, false}, // a session joins a group once
 	{"*ownership.ConfigError", &ownership.ConfigError{Field: "Partitions"}, false},
 	{"*ownership.RevokedError", &ownership.RevokedError{Reason: ownership.ReasonRebalance}, false}, // a context cause: the partition moved
+
+	{"schedule.ErrInvalidConfig", schedule.ErrInvalidConfig, false},
+	{"schedule.ErrInvalidJob", schedule.ErrInvalidJob, false},
+	{"schedule.ErrUnknownJob", schedule.ErrUnknownJob, false},
+	{"schedule.ErrStarted", schedule.ErrStarted, false},
+	{"schedule.ErrStopped", schedule.ErrStopped, false}, // Run again on a new session
+	{"*schedule.ConfigError", &schedule.ConfigError{Field: "Tenant"}, false},
+	{"*schedule.JobError", &schedule.JobError{Job: "j", Field: "Cron"}, false},
 
 	{"fencetest.ErrInvalidConfig", fencetest.ErrInvalidConfig, false},
 	{"*fencetest.ConfigError", &fencetest.ConfigError{Field: "Endpoints"}, false},

@@ -10,6 +10,7 @@ import (
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/saga"
+	"github.com/coordkit/coordkit/schedule"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -35,6 +36,10 @@ func TestOneIdentifierRule(t *testing.T) {
 			if err == nil {
 				c.Close()
 			}
+			return err
+		},
+		"schedule": func(s, tb string) error {
+			_, err := schedule.NewAdmin(pool, schedule.Config{Tenant: "t", Schema: s, Table: tb})
 			return err
 		},
 		"barrier": func(s, tb string) error {

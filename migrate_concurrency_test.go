@@ -14,6 +14,7 @@ import (
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/saga"
+	"github.com/coordkit/coordkit/schedule"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -52,6 +53,10 @@ func components(t *testing.T, pool *pgxpool.Pool) []component {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sagas.Close() })
+	sched, err := schedule.NewAdmin(pool, schedule.Config{Tenant: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return []component{
 		{"pgfence", func(ctx context.Context, c *pgx.Conn) error { return fence.Migrate(ctx, c) }},
 		{"idempotency", func(ctx context.Context, c *pgx.Conn) error {
@@ -65,6 +70,7 @@ func components(t *testing.T, pool *pgxpool.Pool) []component {
 		{"inbox", func(ctx context.Context, c *pgx.Conn) error { return in.Migrate(ctx, c) }},
 		{"saga", func(ctx context.Context, c *pgx.Conn) error { return sagas.Migrate(ctx, c) }},
 		{"saga barrier", func(ctx context.Context, c *pgx.Conn) error { return barrier.Migrate(ctx, c) }},
+		{"schedule", func(ctx context.Context, c *pgx.Conn) error { return sched.Migrate(ctx, c) }},
 	}
 }
 

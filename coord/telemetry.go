@@ -81,6 +81,15 @@ const (
 	MetricOwnershipRetarget = "coord.ownership.target_writes" // counter: assignment targets written by this member (0 in steady state)
 )
 
+// Metric names of schedule. Every one carries the tenant and AttrScheduleJob.
+const (
+	MetricScheduleFires      = "schedule.fires"                    // counter: fire (or batch) transactions committed, attr outcome (ok, running, failed, missed)
+	MetricScheduleLag        = "schedule.fire_lag_ms"              // histogram: nominal time → commit of a scheduled fire's (first) transaction
+	MetricScheduleMissed     = "schedule.missed"                   // counter: fires that will not run, attr reason (window, limit, superseded, skipped, overlap, dst_gap, paused, operator)
+	MetricScheduleDuplicates = "schedule.duplicates_rejected"      // counter: fire attempts refused, attr reason (fence: a stale token; key: the identity was already recorded)
+	MetricScheduleSuccessAge = "schedule.last_success_age_seconds" // gauge: age of each owned job's last successful fire
+)
+
 // Attribute keys used on metrics and spans.
 const (
 	AttrLease    = "coord.lease"
@@ -100,6 +109,11 @@ const (
 const (
 	AttrOwnershipGroup  = "ownership.group"
 	AttrOwnershipMember = "ownership.member"
+)
+
+// Attribute keys of schedule.
+const (
+	AttrScheduleJob = "schedule.job"
 )
 
 // Attribute keys of membership.
