@@ -8,21 +8,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a savepoint).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+// DBTX runs statements: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (the
+// repository's one database vocabulary, internal/pgtx).
+type DBTX = pgtx.DBTX
 
-// Querier runs a query: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// Beginner starts a transaction: a *pgxpool.Pool, *pgx.Conn or pgx.Tx (a
+// savepoint).
+type Beginner = pgtx.Beginner
 
 // tables are the quoted, schema-qualified names of one Config's tables.
 type tables struct {
@@ -91,6 +89,6 @@ func (s *store) MigrationSQL() []string { return s.schema.SQL() }
 
 // SchemaVersion returns the schema version recorded in the database (0
 // before the first migration) and the newest version this code ships.
-func (s *store) SchemaVersion(ctx context.Context, db Querier) (applied, latest int, err error) {
+func (s *store) SchemaVersion(ctx context.Context, db DBTX) (applied, latest int, err error) {
 	return s.schema.Version(ctx, db)
 }
