@@ -13,7 +13,12 @@ type Clock interface {
 	NewTimer(d time.Duration) Timer
 }
 
-// Timer is a one-shot timer created by a Clock.
+// Timer is a one-shot timer created by a Clock. It follows the semantics of Go's
+// own timers since Go 1.23, which is the one timer rule of coordkit: a Timer may
+// be stopped and re-armed (Reset) freely, and once Stop or Reset has returned no
+// value from an earlier setting is ever received from C — a tick that fired but
+// was not received is discarded. A loop may therefore keep one Timer and Reset it
+// at every step; it never sees a stale tick. coordtest.FakeClock behaves the same.
 type Timer interface {
 	// C returns the channel on which the fire time is delivered.
 	C() <-chan time.Time

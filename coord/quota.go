@@ -6,12 +6,22 @@ import (
 	"time"
 )
 
-// Default client-side quotas from RFC-COORD-001 MUST 7, and the bound on the
-// tenants Quotas tracks at once.
+// Default client-side quotas from RFC-COORD-001 MUST 7, the watch budget, and
+// the bound on the tenants Quotas tracks at once.
 const (
 	DefaultMaxValueBytes   = 64 << 10 // 64 KiB per value
 	DefaultWritesPerSecond = 200      // per tenant
 	DefaultMaxTenants      = 10000    // rate buckets held at once
+	// DefaultMaxWatches bounds the upstream etcd watches a process holds open
+	// under one tenant's prefix. coordkit's watch plane opens one per
+	// (client, tenant, kind), so a process uses a handful.
+	DefaultMaxWatches = 32
+	// DefaultWatchOpensPerSecond and DefaultWatchOpenBurst are the reconnect
+	// budget: upstream watch opens (first opens, resumes after a failure) and
+	// re-lists of a tenant's prefixes, per process. A storm of reconnects is
+	// paced by it instead of amplified.
+	DefaultWatchOpensPerSecond = 2
+	DefaultWatchOpenBurst      = 20
 )
 
 // minBurst is the smallest default Burst: a rate below one write per second
@@ -23,6 +33,15 @@ type Limits struct {
 	MaxValueBytes   int     // largest value written under the tenant's prefix; default 64 KiB
 	WritesPerSecond float64 // sustained write rate; default 200/s
 	Burst           int     // writes allowed at once above the rate; default = WritesPerSecond
+
+	// MaxWatches bounds the upstream etcd watches open at once under the
+	// tenant's prefix. Default DefaultMaxWatches.
+	MaxWatches int
+	// WatchOpensPerSecond and WatchOpenBurst are the reconnect budget: upstream
+	// watch opens and re-lists under the tenant's prefix. Default
+	// DefaultWatchOpensPerSecond and DefaultWatchOpenBurst.
+	WatchOpensPerSecond float64
+	WatchOpenBurst      int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -34,6 +53,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Burst <= 0 {
 		l.Burst = max(minBurst, int(l.WritesPerSecond))
+	}
+	if l.MaxWatches <= 0 {
+		l.MaxWatches = DefaultMaxWatches
+	}
+	if l.WatchOpensPerSecond <= 0 {
+		l.WatchOpensPerSecond = DefaultWatchOpensPerSecond
+	}
+	if l.WatchOpenBurst <= 0 {
+		l.WatchOpenBurst = DefaultWatchOpenBurst
 	}
 	return l
 }
@@ -53,27 +81,16 @@ type QuotaConfig struct {
 
 // Quotas enforces per-tenant value-size and write-rate limits on the client, before
 // a request reaches etcd, so one tenant's runaway loop cannot degrade the cluster
-// every tenant shares. Safe for concurrent use. Use coord/quotakv to put it in front
-// of an etcd KV.
+// every tenant shares; and it holds a tenant's upstream watches and their
+// reconnects to a budget (quota_watch.go). Safe for concurrent use. Use
+// coord/quotakv to put it in front of an etcd KV.
 type Quotas struct {
-	cfg     QuotaConfig
-	clock   Clock
-	mu      sync.Mutex
-	buckets map[string]*list.Element // of *bucket
-	recent  list.List                // buckets, most recently seen first
-}
-
-type bucket struct {
-	tenant string
-	limits Limits
-	tokens float64
-	last   time.Time
-}
-
-// full reports whether b has refilled to its burst by now: then it is the same
-// as no bucket at all.
-func (b *bucket) full(now time.Time) bool {
-	return b.tokens+now.Sub(b.last).Seconds()*b.limits.WritesPerSecond >= float64(b.limits.Burst)
+	cfg        QuotaConfig
+	clock      Clock
+	mu         sync.Mutex
+	writes     rates          // per tenant: writes
+	reconnects rates          // per tenant: upstream watch opens and re-lists
+	watches    map[string]int // per tenant: upstream watches open
 }
 
 // NewQuotas returns a quota enforcer.
@@ -81,7 +98,8 @@ func NewQuotas(cfg QuotaConfig) *Quotas {
 	if cfg.MaxTenants <= 0 {
 		cfg.MaxTenants = DefaultMaxTenants
 	}
-	return &Quotas{cfg: cfg, clock: OrSystem(cfg.Clock), buckets: map[string]*list.Element{}}
+	return &Quotas{cfg: cfg, clock: OrSystem(cfg.Clock),
+		writes: newRates(cfg.MaxTenants), reconnects: newRates(cfg.MaxTenants), watches: map[string]int{}}
 }
 
 func (q *Quotas) limits(tenant string) Limits {
@@ -108,42 +126,75 @@ func (q *Quotas) AllowWrite(key string, writes, maxValue int) error {
 	if writes <= 0 {
 		return nil
 	}
-	now := q.clock.Now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.bucket(tenant, l, now)
-	b.tokens = min(float64(l.Burst), b.tokens+now.Sub(b.last).Seconds()*l.WritesPerSecond)
-	b.last = now
-	if b.tokens < float64(writes) {
+	if !q.writes.take(tenant, float64(writes), l.WritesPerSecond, l.Burst, q.clock.Now()) {
 		return &QuotaError{Tenant: tenant, Quota: "writes_per_second", Limit: int64(l.WritesPerSecond)}
 	}
-	b.tokens -= float64(writes)
 	return nil
+}
+
+// rates holds one token bucket per tenant, bounded: a bucket that has refilled
+// is the same as none and is dropped, and beyond max buckets the one seen least
+// recently is dropped (that tenant starts again with a full burst).
+type rates struct {
+	max     int
+	buckets map[string]*list.Element // of *bucket
+	recent  list.List                // buckets, most recently seen first
+}
+
+type bucket struct {
+	tenant string
+	rate   float64
+	burst  int
+	tokens float64
+	last   time.Time
+}
+
+func newRates(max int) rates { return rates{max: max, buckets: map[string]*list.Element{}} }
+
+// full reports whether b has refilled to its burst by now: then it is the same
+// as no bucket at all.
+func (b *bucket) full(now time.Time) bool {
+	return b.tokens+now.Sub(b.last).Seconds()*b.rate >= float64(b.burst)
+}
+
+// take removes n tokens from tenant's bucket (rate per second, burst) and
+// reports whether there were enough; a refused take consumes nothing.
+func (r *rates) take(tenant string, n, rate float64, burst int, now time.Time) bool {
+	b := r.bucket(tenant, rate, burst, now)
+	b.tokens = min(float64(burst), b.tokens+now.Sub(b.last).Seconds()*rate)
+	b.last = now
+	if b.tokens < n {
+		return false
+	}
+	b.tokens -= n
+	return true
 }
 
 // bucket returns tenant's bucket, most recently seen from now on. First it drops
 // the least recently seen buckets that have refilled by now (each bucket is
 // dropped at most once, so this costs O(1) per call on average), and the least
-// recently seen one when MaxTenants are held and tenant has none.
-func (q *Quotas) bucket(tenant string, l Limits, now time.Time) *bucket {
-	for e := q.recent.Back(); e != nil && e.Value.(*bucket).full(now); e = q.recent.Back() {
-		q.drop(e)
+// recently seen one when max are held and tenant has none.
+func (r *rates) bucket(tenant string, rate float64, burst int, now time.Time) *bucket {
+	for e := r.recent.Back(); e != nil && e.Value.(*bucket).full(now); e = r.recent.Back() {
+		r.drop(e)
 	}
-	if e, ok := q.buckets[tenant]; ok {
-		q.recent.MoveToFront(e)
+	if e, ok := r.buckets[tenant]; ok {
+		r.recent.MoveToFront(e)
 		b := e.Value.(*bucket)
-		b.limits = l
+		b.rate, b.burst = rate, burst
 		return b
 	}
-	if len(q.buckets) >= q.cfg.MaxTenants {
-		q.drop(q.recent.Back())
+	if len(r.buckets) >= r.max {
+		r.drop(r.recent.Back())
 	}
-	b := &bucket{tenant: tenant, limits: l, tokens: float64(l.Burst), last: now}
-	q.buckets[tenant] = q.recent.PushFront(b)
+	b := &bucket{tenant: tenant, rate: rate, burst: burst, tokens: float64(burst), last: now}
+	r.buckets[tenant] = r.recent.PushFront(b)
 	return b
 }
 
-func (q *Quotas) drop(e *list.Element) {
-	q.recent.Remove(e)
-	delete(q.buckets, e.Value.(*bucket).tenant)
+func (r *rates) drop(e *list.Element) {
+	r.recent.Remove(e)
+	delete(r.buckets, e.Value.(*bucket).tenant)
 }

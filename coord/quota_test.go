@@ -84,7 +84,7 @@ func TestQuotaBucketsAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(q.buckets); n > DefaultMaxTenants {
+	if n := len(q.writes.buckets); n > DefaultMaxTenants {
 		t.Fatalf("%d tenants wrote at one instant: %d buckets held, want at most %d", tenants, n, DefaultMaxTenants)
 	}
 	// One second later every bucket has refilled (burst 200 at 200/s): a few more
@@ -95,7 +95,7 @@ func TestQuotaBucketsAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(q.buckets); n > 64+2*64 {
+	if n := len(q.writes.buckets); n > 64+2*64 {
 		t.Fatalf("after every idle bucket refilled: %d buckets held, want only the recent writers'", n)
 	}
 }
@@ -120,7 +120,68 @@ func TestQuotaDrainedTenantStaysThrottled(t *testing.T) {
 			t.Fatalf("round %d: the drained tenant got %d writes in 10 ms, want at most 2 (200/s)", round, allowed)
 		}
 	}
-	if n := len(q.buckets); n > 100 {
+	if n := len(q.writes.buckets); n > 100 {
 		t.Fatalf("%d buckets held, want at most MaxTenants 100", n)
+	}
+}
+
+func TestQuotaWatches(t *testing.T) {
+	q := NewQuotas(QuotaConfig{Overrides: map[string]Limits{"small": {MaxWatches: 2}}})
+	r1, err := q.OpenWatch("/tenants/small/config/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.OpenWatch("/tenants/small/members/"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = q.OpenWatch("/tenants/small/elections/")
+	var qe *QuotaError
+	if !errors.As(err, &qe) || qe.Quota != "watches" || qe.Tenant != "small" || qe.Limit != 2 {
+		t.Fatalf("third watch of a tenant limited to 2: %v", err)
+	}
+	r1()
+	r1() // idempotent
+	if n := q.Watches("small"); n != 1 {
+		t.Fatalf("after one release: %d watches", n)
+	}
+	if _, err := q.OpenWatch("/tenants/small/elections/"); err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	if rel, err := q.OpenWatch("/outside/layout/"); err != nil || q.Watches("outside") != 0 {
+		t.Fatalf("a prefix outside the layout is not charged: %v", err)
+	} else {
+		rel()
+	}
+}
+
+func TestQuotaReconnectBudget(t *testing.T) {
+	c := &stepClock{now: time.Unix(0, 0)}
+	q := NewQuotas(QuotaConfig{Clock: c})
+	allowed := 0
+	var wait time.Duration
+	for range 100 {
+		d, err := q.AllowReconnect("/tenants/a/members/")
+		if err == nil {
+			allowed++
+			continue
+		}
+		var qe *QuotaError
+		if !errors.As(err, &qe) || qe.Quota != "watch_opens_per_second" {
+			t.Fatalf("refusal: %v", err)
+		}
+		wait = d
+	}
+	if allowed != DefaultWatchOpenBurst {
+		t.Fatalf("allowed %d reconnects at once, want the burst %d", allowed, DefaultWatchOpenBurst)
+	}
+	if want := time.Second / DefaultWatchOpensPerSecond; wait <= 0 || wait > want {
+		t.Fatalf("retry after %v, want (0, %v]", wait, want)
+	}
+	c.advance(wait)
+	if _, err := q.AllowReconnect("/tenants/a/members/"); err != nil {
+		t.Fatalf("after the advised wait: %v", err)
+	}
+	if _, err := q.AllowReconnect("/tenants/b/members/"); err != nil {
+		t.Fatalf("tenant b paced by a: %v", err)
 	}
 }

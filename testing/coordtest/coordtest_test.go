@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 func TestEtcdPutGet(t *testing.T) {
@@ -167,5 +169,44 @@ func TestFakeClock(t *testing.T) {
 	Recv(t, t2.C(), time.Second, "the reset fake timer firing")
 	if got := c.Now(); !got.Equal(start.Add(time.Hour + 2*time.Second)) {
 		t.Fatalf("now = %v", got)
+	}
+}
+
+// TestTimersDiscardAStaleTickLikeGoTimers holds coord.Timer's one rule for both
+// clocks: a tick that fired but was not received is never received after Stop or
+// Reset returns (Go's timers since Go 1.23). Before the rule held for the fake
+// clock, a loop that Reset a timer after its tick had fired unseen read the stale
+// tick at once (correctnesslease's renewal loop stepped down on it).
+func TestTimersDiscardAStaleTickLikeGoTimers(t *testing.T) {
+	fake := NewFakeClock(time.Unix(1000, 0))
+	for _, tc := range []struct {
+		name  string
+		clock coord.Clock
+		fire  func(coord.Timer)
+	}{
+		{"fake", fake, func(coord.Timer) { fake.Advance(time.Second) }},
+		{"system", coord.SystemClock(), func(coord.Timer) { time.Sleep(20 * time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := time.Millisecond
+			if tc.name == "fake" {
+				d = time.Second
+			}
+			for _, verb := range []string{"Reset", "Stop"} {
+				tm := tc.clock.NewTimer(d)
+				tc.fire(tm) // fires; nobody receives
+				if verb == "Reset" {
+					tm.Reset(time.Hour)
+				} else {
+					tm.Stop()
+				}
+				select {
+				case v := <-tm.C():
+					t.Fatalf("%s: a stale tick (%v) was received after %s returned", tc.name, v, verb)
+				case <-time.After(50 * time.Millisecond):
+				}
+				tm.Stop()
+			}
+		})
 	}
 }

@@ -125,6 +125,8 @@ func (t *fakeTimer) arm(d time.Duration) {
 
 func (t *fakeTimer) C() <-chan time.Time { return t.ch }
 
+// Stop disarms the timer and discards a tick that fired but was not received,
+// as Go's timers do since Go 1.23 (coord.Timer's rule).
 func (t *fakeTimer) Stop() bool {
 	c := t.clock
 	c.mu.Lock()
@@ -134,15 +136,27 @@ func (t *fakeTimer) Stop() bool {
 		delete(c.timers, t)
 		c.notify()
 	}
+	t.drain()
 	return active
 }
 
+// Reset re-arms the timer; a tick of the earlier setting that fired but was not
+// received is discarded first (Go's timers since Go 1.23, coord.Timer's rule).
 func (t *fakeTimer) Reset(d time.Duration) bool {
 	c := t.clock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, active := c.timers[t]
 	delete(c.timers, t)
+	t.drain()
 	t.arm(d)
 	return active
+}
+
+// drain discards a tick waiting in the channel.
+func (t *fakeTimer) drain() {
+	select {
+	case <-t.ch:
+	default:
+	}
 }

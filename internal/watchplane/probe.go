@@ -1,0 +1,231 @@
+package watchplane
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// minProbeGap bounds how often Sync callers can make the plane probe.
+const minProbeGap = 50 * time.Millisecond
+
+// progressRetry is how long the plane relies on the fallback comparison once
+// progress requests went unanswered progressStrikes probes in a row (etcd's
+// grpc-proxy does not forward them; a single miss is a watcher etcd had not
+// synced yet).
+const (
+	progressRetry   = 5 * time.Minute
+	progressStrikes = 3
+)
+
+// progressWait bounds the wait for a progress notification: it comes back in a
+// round trip, and a probe must not hold up the next one.
+const progressWait = 500 * time.Millisecond
+
+// maintain is the plane's housekeeping loop: it probes every root's freshness
+// at the smallest interval any subscriber asks for (at once while a Sync
+// waits), presumes a root unconfirmed for its ResetAfter hung, and closes roots
+// that have had no subscriber for IdleTimeout.
+func (p *Plane) maintain() {
+	defer p.wg.Done()
+	clk := p.cfg.Clock
+	t := clk.NewTimer(time.Hour)
+	defer t.Stop()
+	var last, noProgressUntil time.Time
+	strikes := 0
+	for {
+		roots := p.rootList()
+		interval := DefaultProbeInterval
+		var idleAt time.Time
+		for _, r := range roots {
+			probe, _, _ := r.needs()
+			interval = min(interval, probe)
+			r.mu.Lock()
+			if !r.idleSince.IsZero() && (idleAt.IsZero() || r.idleSince.Before(idleAt)) {
+				idleAt = r.idleSince
+			}
+			r.mu.Unlock()
+		}
+		p.mu.Lock()
+		syncing := p.syncing > 0
+		p.mu.Unlock()
+		now := clk.Now()
+		wait := time.Hour
+		switch {
+		case len(roots) == 0:
+		case syncing:
+			wait = max(0, last.Add(minProbeGap).Sub(now))
+		default:
+			wait = max(0, last.Add(interval).Sub(now))
+		}
+		if !idleAt.IsZero() {
+			wait = min(wait, max(0, idleAt.Add(p.cfg.IdleTimeout).Sub(now)))
+		}
+		t.Reset(wait)
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.wake:
+			continue
+		case <-t.C():
+		}
+		p.closeIdle()
+		now = clk.Now()
+		if len(roots) > 0 && (syncing || !now.Before(last.Add(interval))) {
+			last = now
+			switch p.probe(now.Before(noProgressUntil)) {
+			case progressAnswered:
+				strikes = 0
+			case progressUnanswered:
+				if strikes++; strikes >= progressStrikes {
+					strikes, noProgressUntil = 0, now.Add(progressRetry)
+				}
+			}
+		}
+	}
+}
+
+// closeIdle closes the roots that have had no subscriber for IdleTimeout.
+func (p *Plane) closeIdle() {
+	now := p.cfg.Clock.Now()
+	for _, r := range p.rootList() {
+		r.mu.Lock()
+		idle := !r.idleSince.IsZero() && now.Sub(r.idleSince) >= p.cfg.IdleTimeout
+		r.mu.Unlock()
+		if idle && p.forgetRoot(r) {
+			r.close() // its loop ends and gives the tenant's watch quota back
+		}
+	}
+}
+
+// What a probe learned of progress requests.
+const (
+	progressUnused = iota
+	progressAnswered
+	progressUnanswered
+)
+
+// probe confirms the roots current: one O(1) linearizable read gives etcd's
+// revision R; a root whose mirror has reached R is confirmed as of the read's
+// send time. For the roots behind with a watch open it asks etcd for a progress
+// notification on the plane's stream (unless skipProgress) and waits a moment
+// for their mirrors to reach R; roots still behind that a subscriber asked to
+// confirm are compared by key count and highest mod revision (one read each).
+// Last, a root unconfirmed for its ResetAfter is presumed hung: its watch is
+// re-opened. It reports what became of the progress request.
+func (p *Plane) probe(skipProgress bool) (progress int) {
+	roots := p.rootList()
+	sent := p.cfg.Clock.Now()
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(p.ctx), p.cfg.RequestTimeout)
+	defer cancel()
+	resp, err := p.cli.Get(ctx, roots[0].prefix, clientv3.WithCountOnly())
+	if err == nil {
+		rev := resp.Header.Revision
+		var behind, watching []*root
+		for _, r := range roots {
+			if !r.confirmIfReached(rev, sent) {
+				behind = append(behind, r)
+				if r.watching() {
+					watching = append(watching, r)
+				}
+			}
+		}
+		if len(watching) > 0 && !skipProgress && p.cli.RequestProgress(p.stream) == nil {
+			progress = progressUnanswered
+			wctx, wcancel := context.WithTimeout(ctx, progressWait)
+			for _, r := range watching {
+				if r.waitRev(wctx, rev) && r.confirmIfReached(rev, sent) {
+					progress = progressAnswered
+				}
+			}
+			wcancel()
+		}
+		for _, r := range behind {
+			if _, _, asked := r.needs(); asked && r.confirmedAt().Before(sent) {
+				r.compare(ctx, sent)
+			}
+		}
+	}
+	now := p.cfg.Clock.Now()
+	for _, r := range roots {
+		_, resetAfter, asked := r.needs()
+		if !asked && (skipProgress || progress == progressUnanswered) {
+			continue // nothing confirms this root: a silent stream cannot be told from a quiet one
+		}
+		r.mu.Lock()
+		hung := r.listed && !r.opened.IsZero() && now.Sub(r.confirmed) > resetAfter && now.Sub(r.opened) > resetAfter
+		r.mu.Unlock()
+		if hung {
+			select {
+			case r.reopen <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return progress
+}
+
+// confirmIfReached confirms the root as of sent when its mirror has reached rev.
+func (r *root) confirmIfReached(rev int64, sent time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.listed || r.rev < rev {
+		return false
+	}
+	r.confirmLocked(sent)
+	return true
+}
+
+// watching reports whether the root has a watch open.
+func (r *root) watching() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.opened.IsZero()
+}
+
+// waitRev blocks until the mirror reaches rev (true) or ctx ends (false).
+func (r *root) waitRev(ctx context.Context, rev int64) bool {
+	for {
+		r.mu.Lock()
+		reached, moved := r.rev >= rev, r.revCh
+		r.mu.Unlock()
+		if reached {
+			return true
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// compare reads the root's key count and highest mod revision (keys only, one
+// key returned) and confirms the mirror as of sent when they match its own: for
+// one key space at two revisions, equal counts and equal highest mod revisions
+// mean equal states (any put raises the highest mod revision, a pure delete
+// lowers the count).
+func (r *root) compare(ctx context.Context, sent time.Time) {
+	resp, err := r.p.cli.Get(ctx, r.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
+	if err != nil {
+		return
+	}
+	var maxMod int64
+	if len(resp.Kvs) > 0 {
+		maxMod = resp.Kvs[0].ModRevision
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.listed {
+		return
+	}
+	var mine int64
+	for _, kv := range r.kvs {
+		mine = max(mine, kv.ModRevision)
+	}
+	if r.rev >= resp.Header.Revision || (int64(len(r.kvs)) == resp.Count && mine == maxMod) {
+		r.confirmLocked(sent)
+	}
+}
