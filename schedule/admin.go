@@ -123,7 +123,7 @@ func (a *Admin) scanStatus(row pgx.Row, running *int) (JobStatus, error) {
 // spec rebuilds the job's schedule from its row.
 func (st JobStatus) spec() (*spec, error) {
 	j, err := newJob(Job{Name: st.Job, Cron: st.Cron, Every: st.Every, Zone: st.Zone, Gap: st.Gap, Fold: st.Fold,
-		Handler: func(context.Context, pgx.Tx, *Fire) error { return nil }})
+		Handler: nopHandler})
 	if err != nil {
 		return nil, err
 	}

@@ -85,8 +85,9 @@ type Config struct {
 	// DrainTimeout of the ownership group: how long a revoked partition's
 	// fires may finish. Default ownership.DefaultDrainTimeout.
 	DrainTimeout time.Duration
-	// Clock tells the schedule's time (nominal times, lag, catch-up). Default
-	// coord.SystemClock().
+	// Clock tells the schedule's time (nominal times, lag, catch-up, the
+	// poll). Default coord.SystemClock(). Retry backoffs, which wait for
+	// PostgreSQL, run on the system clock.
 	Clock coord.Clock
 	// Logger receives fires, misses and rejections. Default slog.Default().
 	Logger *slog.Logger

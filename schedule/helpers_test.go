@@ -20,8 +20,6 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-func nopHandler(context.Context, pgx.Tx, *Fire) error { return nil }
-
 const testTTL = 3 * time.Second
 
 // env is one test's servers: an embedded etcd and a fresh PostgreSQL schema

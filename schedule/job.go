@@ -157,6 +157,8 @@ const (
 	KindBackfill  Kind = "backfill"  // an operator's Backfill of a range
 )
 
+func nopHandler(context.Context, pgx.Tx, *Fire) error { return nil }
+
 // job is a registered job with its parsed schedule and defaults applied.
 type job struct {
 	Job

@@ -72,7 +72,7 @@ func (r *runner) run() {
 			break
 		}
 		r.log.Warn("schedule: loading the partition's jobs failed; retrying", "err", err)
-		if r.s.cfg.Retry.Wait(r.ctx, r.s.cfg.Clock, attempt) != nil {
+		if r.s.cfg.Retry.Wait(r.ctx, coord.SystemClock(), attempt) != nil {
 			return
 		}
 	}
@@ -242,7 +242,7 @@ func (r *runner) do(t *task) (verdict, time.Time) {
 		case errors.Is(err, ErrUnknownJob) || !retryable(err):
 			r.log.Warn("schedule: fire failed; retrying", "fire", t.id.String(), "err", err)
 		}
-		if r.s.cfg.Retry.Wait(r.ctx, r.s.cfg.Clock, min(n, 16)) != nil {
+		if r.s.cfg.Retry.Wait(r.ctx, coord.SystemClock(), min(n, 16)) != nil {
 			return retry, last
 		}
 	}
