@@ -82,14 +82,14 @@ func usedConstants(t *testing.T) map[string]bool {
 	return used
 }
 
-var metricRef = regexp.MustCompile(`\b((?:coord|outbox|saga|idempotency|efficiencylock|failstatic)_[a-z0-9_]+)\b`)
+var metricRef = regexp.MustCompile(`\b((?:coord|outbox|saga|idempotency|efficiencylock|failstatic|schedule)_[a-z0-9_]+)\b`)
 
 // checkExpr asserts that every metric in a PromQL expression is emitted by the SDK.
 func checkExpr(t *testing.T, where, expr string, metrics map[string]string, used map[string]bool) int {
 	t.Helper()
 	n := 0
 	for _, m := range metricRef.FindAllString(expr, -1) {
-		if m == "coord_lease" || m == "coord_tenant" || m == "coord_reason" || m == "saga_type" || m == "saga_state" || m == "outbox_consumer" {
+		if m == "coord_lease" || m == "coord_tenant" || m == "coord_reason" || m == "coord_outcome" || m == "saga_type" || m == "saga_state" || m == "outbox_consumer" || m == "schedule_job" {
 			continue // attribute labels
 		}
 		base := m
