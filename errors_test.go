@@ -50,6 +50,8 @@ var exportedErrors = []exportedError{
 	{"*coord.AuthorityLostError", &coord.AuthorityLostError{Reason: coord.LossRenewalDeadline, Err: errors.New("keepalive timed out")}, false},
 	{"*coord.QuotaError", &coord.QuotaError{Tenant: "t", Quota: "value_bytes"}, false},
 	{"*coord.NameError", &coord.NameError{Field: "name"}, false},
+	{"coord.ErrSchemaMismatch", coord.ErrSchemaMismatch, false},
+	{"*coord.SchemaMismatchError", &coord.SchemaMismatchError{Component: "outbox", Table: `"coord_outbox"`, Differences: []string{`table "coord_outbox" is missing`}}, false},
 
 	{"correctnesslease.ErrHeld", correctnesslease.ErrHeld, true},
 	{"correctnesslease.ErrAlreadyQueued", correctnesslease.ErrAlreadyQueued, false},

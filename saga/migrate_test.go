@@ -2,19 +2,21 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/coordkit/coordkit/internal/pgerr"
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // A saga table and a barrier table of the same name used to "migrate" without an
 // error (CREATE TABLE IF NOT EXISTS found the other one) and fail at first use.
-// Now the second Migrate is refused, whichever comes first.
+// Now the second Migrate is refused, whichever comes first: the table is not the
+// second component's version 1, so it is not adopted.
 func TestSagaAndBarrierCannotShareATable(t *testing.T) {
 	for _, sagaFirst := range []bool{true, false} {
 		db := coordtest.Postgres(t)
@@ -36,8 +38,8 @@ func TestSagaAndBarrierCannotShareATable(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = second(ctx, db.Pool)
-		if pgerr.Code(err) != pgerr.DuplicateTable || !strings.Contains(err.Error(), "another component") {
-			t.Fatalf("saga first %v: second Migrate on the same table = %v, want it refused (42P07, explained)", sagaFirst, err)
+		if !errors.Is(err, coord.ErrSchemaMismatch) || !strings.Contains(err.Error(), `table "shared"`) {
+			t.Fatalf("saga first %v: second Migrate on the same table = %v, want it refused (a *coord.SchemaMismatchError naming the table)", sagaFirst, err)
 		}
 	}
 }
@@ -84,4 +86,31 @@ func TestSchemaQualifiedTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, c2, id, 30*time.Second, StateCompleted)
+}
+
+// The deprecated package-level Migrate (kept for programs written before
+// Client.Migrate) still creates both tables, records their versions, and refuses
+// a dotted table name with what to write instead.
+func TestDeprecatedMigrate(t *testing.T) {
+	db := coordtest.Postgres(t)
+	ctx := context.Background()
+	if err := Migrate(ctx, db.Pool, &MigrateOpts{Table: "old_sagas", BarrierTable: "old_barrier"}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM coordkit_migrations WHERE name IN ('old_sagas', 'old_barrier') AND version = 1").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("version 1 recorded for %d of the two tables (%v)", n, err)
+	}
+	c, err := NewClient(db.Pool, Config{Table: "old_sagas"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if applied, latest, err := c.SchemaVersion(ctx, db.Pool); err != nil || applied != latest {
+		t.Fatalf("after the deprecated Migrate: schema version %d of %d (%v)", applied, latest, err)
+	}
+	err = Migrate(ctx, db.Pool, &MigrateOpts{Table: "billing.sagas", BarrierTable: "-"})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `write Schema: "billing", Table: "sagas"`) {
+		t.Fatalf("Migrate with Table \"billing.sagas\" = %v, want ErrInvalidConfig saying what to write", err)
+	}
 }

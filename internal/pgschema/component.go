@@ -89,6 +89,15 @@ func (c Component) migrateTx(ctx context.Context, tx pgx.Tx) error {
 		" WHERE component = $1 AND name = $2", c.Kind, c.Name).Scan(&applied); err != nil {
 		return fmt.Errorf("migrate %s: read version: %w", c, err)
 	}
+	if applied == 0 && len(c.Migrations) > 0 {
+		adopted, err := c.adopt(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if adopted {
+			applied = 1
+		}
+	}
 	for _, m := range c.Migrations[min(applied, len(c.Migrations)):] {
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return fmt.Errorf("migrate %s to version %d (%s): %w", c, m.Version, m.Description, c.explain(m, err))
@@ -177,19 +186,15 @@ func (c Component) versionTableDDL() string {
 }
 
 // explain adds what an "already exists" error means here: the name belongs to
-// something this component's recorded migrations did not create.
+// something this component's recorded migrations did not create. (Tables of the
+// component created before versions were recorded are adopted before this point
+// when they match version 1; see adopt.)
 func (c Component) explain(m Migration, err error) error {
 	if pgerr.Code(err) != pgerr.DuplicateTable {
 		return err
 	}
-	hint := "the relation was not created by this component's recorded migrations: another component or the " +
-		"application uses the name, so configure another one"
-	if m.Version == 1 {
-		hint += fmt.Sprintf("; or it is this component's, created before coordkit recorded schema versions: then "+
-			"record it once with INSERT INTO %s (component, name, version, description) VALUES (%s, %s, 1, %s)",
-			c.versionTable(), literal(c.Kind), literal(c.Name), literal(m.Description))
-	}
-	return fmt.Errorf("%w (%s)", err, hint)
+	return fmt.Errorf("%w (the relation was not created by this component's recorded migrations: another "+
+		"component or the application uses the name, so configure another one)", err)
 }
 
 // literal quotes s as an SQL string constant. The E” form reads the same whatever

@@ -3,6 +3,7 @@ package pgschema_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,8 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -176,7 +177,9 @@ func TestMigrateTxNeedsReadCommitted(t *testing.T) {
 }
 
 // TestMigrateRefusesForeignTable: a table of the same name that this component did
-// not create (another component's, the application's) is an error, never adopted.
+// not create (another component's, the application's) and that is not version 1's
+// shape is refused with a *coord.SchemaMismatchError naming the differences, and
+// nothing is changed.
 func TestMigrateRefusesForeignTable(t *testing.T) {
 	db := coordtest.Postgres(t)
 	ctx := testCtx(t)
@@ -184,9 +187,64 @@ func TestMigrateRefusesForeignTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := testComponent(t, "", 1).Migrate(ctx, db.Pool)
-	var pg *pgconn.PgError
-	if !errors.As(err, &pg) || pg.Code != "42P07" || !strings.Contains(err.Error(), "not created by this component") {
-		t.Fatalf("Migrate over a foreign table = %v, want duplicate_table explained", err)
+	var mm *coord.SchemaMismatchError
+	if !errors.As(err, &mm) || !errors.Is(err, coord.ErrSchemaMismatch) {
+		t.Fatalf("Migrate over a foreign table = %v, want a *coord.SchemaMismatchError", err)
+	}
+	for _, want := range []string{`table "things" lacks column id integer NOT NULL`, `table "things" has column x text, which version 1 does not`, `table "things_log" is missing`} {
+		if !slices.Contains(mm.Differences, want) {
+			t.Errorf("differences %q lack %q", mm.Differences, want)
+		}
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE (schemaname = current_schema() AND tablename IN ('things_log', 'coordkit_migrations')) OR schemaname LIKE 'coordkit_adopt_%'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("after the refusal %d tables of the migration exist (%v), want 0", n, err)
+	}
+}
+
+// TestMigrateAdoptsVersionOneCreatedWithoutRecord: tables created with version 1's
+// SQL but no version recorded (coordkit before versioned migrations) are adopted —
+// version 1 recorded, their rows kept, version 2 applied — in the search_path's
+// schema and in a named one, with the indexes under other names (as older releases
+// named them). Before adoption this failed with 42P07.
+func TestMigrateAdoptsVersionOneCreatedWithoutRecord(t *testing.T) {
+	db := coordtest.Postgres(t)
+	ctx := testCtx(t)
+	for _, schema := range []string{"", db.Schema + "_named"} {
+		if schema != "" {
+			if _, err := db.Pool.Exec(ctx, "CREATE SCHEMA "+pgschema.Quoted(schema)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Pool.Exec(context.Background(), "DROP SCHEMA "+pgschema.Quoted(schema)+" CASCADE") })
+		}
+		q := func(name string) string { return pgschema.Qualified(schema, name) }
+		legacy := "CREATE TABLE IF NOT EXISTS " + q("things") + " (id int PRIMARY KEY);" +
+			"CREATE TABLE IF NOT EXISTS " + q("things_log") + " (version int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());" +
+			"INSERT INTO " + q("things") + " VALUES (7)"
+		if _, err := db.Pool.Exec(ctx, legacy); err != nil {
+			t.Fatal(err)
+		}
+		c := testComponent(t, schema, 2)
+		if err := c.Migrate(ctx, db.Pool); err != nil {
+			t.Fatalf("schema %q: Migrate over version 1's tables without a record = %v, want them adopted", schema, err)
+		}
+		var versions []int32
+		rows, err := db.Pool.Query(ctx, "SELECT version FROM "+q("coordkit_migrations")+" WHERE component = 'testonly' ORDER BY version")
+		if err == nil {
+			versions, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		}
+		if err != nil || !slices.Equal(versions, []int32{1, 2}) {
+			t.Fatalf("schema %q: recorded versions %v (%v), want [1 2]", schema, versions, err)
+		}
+		var id int
+		var note string
+		if err := db.Pool.QueryRow(ctx, "SELECT id, note FROM "+q("things")).Scan(&id, &note); err != nil || id != 7 {
+			t.Fatalf("schema %q: the adopted table's row: %d %q %v", schema, id, note, err)
+		}
+		var logged int
+		if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+q("things_log")+" WHERE version = 1").Scan(&logged); err != nil || logged != 0 {
+			t.Fatalf("schema %q: version 1 ran again on adoption (%d log rows, %v)", schema, logged, err)
+		}
 	}
 }
 

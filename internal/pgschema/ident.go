@@ -37,8 +37,16 @@ func CheckIdent(field, name string, derived ...Derived) *coord.NameError {
 	case !utf8.ValidString(name):
 		return bad("not valid UTF-8")
 	case len(name) > MaxIdentLen:
-		return bad(fmt.Sprintf("%d bytes, over PostgreSQL's %d", len(name), MaxIdentLen))
+		// Releases before v0.1 passed such a name on, and PostgreSQL created the
+		// object under the name cut to 63 bytes: that is the name to write.
+		return bad(fmt.Sprintf("%d bytes, over PostgreSQL's %d; write at most %d bytes — a table created "+
+			"by a release that accepted this name is named %q (PostgreSQL cut it silently), so write that",
+			len(name), MaxIdentLen, MaxIdentLen, pgtext.Clean(clip(name, MaxIdentLen), maxQuoted)))
 	case strings.Contains(name, "."):
+		if schema, table, ok := strings.Cut(name, "."); ok && field == "Table" && schema != "" && table != "" && !strings.Contains(table, ".") {
+			return bad(fmt.Sprintf("contains '.': the schema goes in its own field — write Schema: %q, Table: %q "+
+				"(releases before v0.1 read %q that way)", schema, table, name))
+		}
 		return bad("contains '.': name the schema in the Schema field, not in the table name")
 	}
 	for _, r := range name {
@@ -82,3 +90,15 @@ func Qualified(schema, name string) string {
 
 // Quoted returns name quoted as one identifier.
 func Quoted(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// clip cuts name to at most n bytes without splitting a character, as PostgreSQL
+// truncates an identifier.
+func clip(name string, n int) string {
+	if len(name) <= n {
+		return name
+	}
+	for n > 0 && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return name[:n]
+}
