@@ -28,6 +28,8 @@ func runChild(args []string) int {
 		return runScheduler(args[1:])
 	case "owner":
 		return runOwner(args[1:])
+	case "billing":
+		return runBillingScheduler(args[1:])
 	}
 	fmt.Fprintf(os.Stderr, "coorddemo: unknown child role %q\n", args[0])
 	return 2

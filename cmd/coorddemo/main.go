@@ -10,8 +10,10 @@
 // retried payment charged once), order (an event published iff its order
 // committed), saga (compensation before the pivot, forward retry after it),
 // ownership (a paused partition owner's partitions move, its late writes are
-// rejected, and nobody else stopped), config (config served while etcd is
-// stopped), vet (coordvet catching a dual write).
+// rejected, and nobody else stopped), schedule (the monthly billing run: its
+// scheduler frozen mid-run, the next one finishes it, every customer charged
+// once), config (config served while etcd is stopped), vet (coordvet catching a
+// dual write).
 package main
 
 import (
@@ -36,8 +38,9 @@ var parts = []part{
 	{"payment", "A retried payment", runPayment},
 	{"order", "An order and its event", runOrder},
 	{"saga", "A saga that fails on its third step", runSaga},
-	// ownership before config: config stops the embedded etcd.
+	// ownership and schedule before config: config stops the embedded etcd.
 	{"ownership", "A paused partition owner", runOwnership},
+	{"schedule", "The monthly billing run", runMonthly},
 	{"config", "Config while etcd is down", runConfig},
 	{"vet", "coordvet catches a dual write", runVet},
 }
