@@ -57,11 +57,13 @@ var exportedErrors = []exportedError{
 	{"correctnesslease.ErrAlreadyQueued", correctnesslease.ErrAlreadyQueued, false},
 	{"correctnesslease.ErrInvalidConfig", correctnesslease.ErrInvalidConfig, false},
 	{"correctnesslease.ErrDrainExceeded", correctnesslease.ErrDrainExceeded, false},
+	{"correctnesslease.ErrNotFound", correctnesslease.ErrNotFound, false},
 	{"*correctnesslease.ConfigError", &correctnesslease.ConfigError{Field: "TTL"}, false},
 
 	{"pgfence.ErrZeroToken", pgfence.ErrZeroToken, false},
 	{"pgfence.ErrInvalidConfig", pgfence.ErrInvalidConfig, false},
 	{"pgfence.ErrRowNotFound", pgfence.ErrRowNotFound, false},
+	{"pgfence.ErrNotFound", pgfence.ErrNotFound, false},
 	{"*pgfence.ConfigError", &pgfence.ConfigError{Field: "Table"}, false},
 	{"pgfence.ErrBusy", pgfence.ErrBusy, true},
 	{"*pgfence.BusyError", &pgfence.BusyError{Err: errors.New("lock timeout")}, true},
@@ -103,6 +105,7 @@ var exportedErrors = []exportedError{
 	{"idempotency.ErrLockLost", idempotency.ErrLockLost, false},
 	{"idempotency.ErrInvalidOperation", idempotency.ErrInvalidOperation, false},
 	{"idempotency.ErrInvalidConfig", idempotency.ErrInvalidConfig, false},
+	{"idempotency.ErrNotFound", idempotency.ErrNotFound, false},
 	{"*idempotency.MismatchError", &idempotency.MismatchError{}, false},
 	{"*idempotency.InFlightError", &idempotency.InFlightError{}, true},
 	{"*idempotency.KeyError", &idempotency.KeyError{Field: "key"}, false},
@@ -122,6 +125,7 @@ var exportedErrors = []exportedError{
 	{"outbox.ErrInvalidID", outbox.ErrInvalidID, false},
 	{"outbox.ErrInvalidConfig", outbox.ErrInvalidConfig, false},
 	{"outbox.ErrNotParked", outbox.ErrNotParked, false},
+	{"outbox.ErrNotFound", outbox.ErrNotFound, false},
 	{"outbox.ErrSkipped", outbox.ErrSkipped, true},
 	{"*outbox.EventError", &outbox.EventError{Field: "payload", Err: outbox.ErrInvalidUTF8}, false},
 	{"*outbox.ConfigError", &outbox.ConfigError{Field: "Table"}, false},
@@ -155,6 +159,7 @@ var exportedErrors = []exportedError{
 	{"membership.ErrInvalidConfig", membership.ErrInvalidConfig, false},
 	{"membership.ErrNotRegistered", membership.ErrNotRegistered, false}, // the metadata is kept for the re-registration
 	{"membership.ErrClosed", membership.ErrClosed, false},
+	{"membership.ErrNotFound", membership.ErrNotFound, false},
 	{"*membership.ConfigError", &membership.ConfigError{Field: "TTL"}, false},
 	{"grpcresolver.ErrInvalidConfig", grpcresolver.ErrInvalidConfig, false},
 	{"*grpcresolver.ConfigError", &grpcresolver.ConfigError{Field: "target"}, false},
@@ -162,12 +167,14 @@ var exportedErrors = []exportedError{
 	{"ownership.ErrInvalidConfig", ownership.ErrInvalidConfig, false},
 	{"ownership.ErrClosed", ownership.ErrClosed, false},               // Join again on a new session
 	{"ownership.ErrAlreadyJoined", ownership.ErrAlreadyJoined, false}, // a session joins a group once
+	{"ownership.ErrNotFound", ownership.ErrNotFound, false},
 	{"*ownership.ConfigError", &ownership.ConfigError{Field: "Partitions"}, false},
 	{"*ownership.RevokedError", &ownership.RevokedError{Reason: ownership.ReasonRebalance}, false}, // a context cause: the partition moved
 
 	{"schedule.ErrInvalidConfig", schedule.ErrInvalidConfig, false},
 	{"schedule.ErrInvalidJob", schedule.ErrInvalidJob, false},
 	{"schedule.ErrUnknownJob", schedule.ErrUnknownJob, false},
+	{"schedule.ErrNotFound", schedule.ErrNotFound, false},
 	{"schedule.ErrStarted", schedule.ErrStarted, false},
 	{"schedule.ErrStopped", schedule.ErrStopped, false}, // Run again on a new session
 	{"*schedule.ConfigError", &schedule.ConfigError{Field: "Tenant"}, false},

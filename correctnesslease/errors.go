@@ -26,6 +26,10 @@ var (
 	// campaign again while the previous term's work may still be running. The
 	// error also wraps the *coord.AuthorityLostError that ended the term.
 	ErrDrainExceeded = errors.New("correctnesslease: work did not stop within the drain period")
+
+	// ErrNotFound is returned (wrapped) by LeaseGet when nobody holds or waits
+	// for the lease: etcd has no key under its prefix.
+	ErrNotFound = errors.New("correctnesslease: not found")
 )
 
 // ConfigError reports an invalid Config field. It matches ErrInvalidConfig and,

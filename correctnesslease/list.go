@@ -3,6 +3,7 @@ package correctnesslease
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -55,28 +56,53 @@ func (s LeaseState) Holder() (QueuedKey, bool) {
 // Waiters returns how many keys wait behind the holder.
 func (s LeaseState) Waiters() int { return max(0, len(s.Queue)-1) }
 
-// List returns every lease of tenant that has a holder or a waiter, sorted by
+// LeaseList returns every lease of tenant that has a holder or a waiter, sorted by
 // name, read at one etcd revision (one range request, keys only), each key with
 // its session's member value and remaining TTL (one more request per session).
 // tenant "" lists every tenant under /tenants/. It is read-only: an operator's
 // view (coordctl), not a way to learn who leads — that is Observe. It blocks for
 // the requests, bounded by ctx, and returns an error matching coord.ErrNoLeader
 // when etcd has no leader, or a *coord.NameError for an invalid tenant.
-func List(ctx context.Context, cli *clientv3.Client, tenant string) ([]LeaseState, error) {
+func LeaseList(ctx context.Context, cli *clientv3.Client, tenant string) ([]LeaseState, error) {
 	return list(ctx, cli, tenant, "")
 }
 
-// Get returns one lease's queue as List does; an empty Queue means nobody holds
-// or waits for it. Invalid names return *coord.NameError.
-func Get(ctx context.Context, cli *clientv3.Client, tenant, name string) (LeaseState, error) {
+// List is LeaseList.
+//
+// Deprecated: use LeaseList.
+func List(ctx context.Context, cli *clientv3.Client, tenant string) ([]LeaseState, error) {
+	return LeaseList(ctx, cli, tenant)
+}
+
+// LeaseGet returns one lease's queue as LeaseList does, or an error matching
+// ErrNotFound when nobody holds or waits for it. Invalid names return
+// *coord.NameError; etcd's errors are classified as LeaseList's. It blocks for
+// the requests, bounded by ctx.
+func LeaseGet(ctx context.Context, cli *clientv3.Client, tenant, name string) (LeaseState, error) {
 	if _, err := coord.Key(tenant, coord.KindElections, name); err != nil {
 		return LeaseState{}, err
 	}
 	got, err := list(ctx, cli, tenant, name)
-	if err != nil || len(got) == 0 {
-		return LeaseState{Tenant: tenant, Name: name, Prefix: "/tenants/" + tenant + "/elections/" + name}, err
+	if err != nil {
+		return LeaseState{}, err
+	}
+	if len(got) == 0 {
+		return LeaseState{}, fmt.Errorf("%w: nobody holds or waits for lease %s of tenant %s", ErrNotFound, name, tenant)
 	}
 	return got[0], nil
+}
+
+// Get returns one lease's queue as List does; an empty Queue means nobody holds
+// or waits for it. Invalid names return *coord.NameError.
+//
+// Deprecated: use LeaseGet, whose lease nobody holds or waits for is an error
+// matching ErrNotFound.
+func Get(ctx context.Context, cli *clientv3.Client, tenant, name string) (LeaseState, error) {
+	s, err := LeaseGet(ctx, cli, tenant, name)
+	if errors.Is(err, ErrNotFound) {
+		return LeaseState{Tenant: tenant, Name: name, Prefix: "/tenants/" + tenant + "/elections/" + name}, nil
+	}
+	return s, err
 }
 
 func list(ctx context.Context, cli *clientv3.Client, tenant, name string) ([]LeaseState, error) {

@@ -32,7 +32,7 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 
 	var got LeaseState
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if got, err = Get(ctx, cli, cfg.Tenant, "leader"); err != nil {
+		if got, err = LeaseGet(ctx, cli, cfg.Tenant, "leader"); err != nil {
 			t.Fatal(err)
 		}
 		if got.Waiters() == 1 {
@@ -57,7 +57,7 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 		t.Fatalf("waiter %+v, want lease %x", w, b.LeaseID())
 	}
 
-	all, err := List(ctx, cli, "")
+	all, err := LeaseList(ctx, cli, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 	if want := cfg.Tenant + "/leader," + cfg.Tenant + "-x/solo"; strings.Join(names, ",") != want {
 		t.Fatalf("List(all) = %v, want %s", names, want)
 	}
-	one, err := List(ctx, cli, cfg.Tenant)
+	one, err := LeaseList(ctx, cli, cfg.Tenant)
 	if err != nil || len(one) != 1 || one[0].Name != "leader" {
 		t.Fatalf("List(tenant) = %+v, %v", one, err)
 	}
@@ -78,11 +78,13 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	empty, err := Get(ctx, cli, cfg.Tenant+"-x", "nobody")
-	if err != nil || len(empty.Queue) != 0 {
-		t.Fatalf("Get of an unheld lease = %+v, %v", empty, err)
+	if empty, err := LeaseGet(ctx, cli, cfg.Tenant+"-x", "nobody"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("LeaseGet of a lease nobody holds or waits for = %+v, %v; want ErrNotFound", empty, err)
 	}
-	if _, err := Get(ctx, cli, cfg.Tenant, "a/b"); !errors.Is(err, coord.ErrInvalidName) {
+	if old, err := Get(ctx, cli, cfg.Tenant+"-x", "nobody"); err != nil || len(old.Queue) != 0 || old.Name != "nobody" {
+		t.Fatalf("the deprecated Get of an unheld lease = %+v, %v; want an empty queue, as before", old, err)
+	}
+	if _, err := LeaseGet(ctx, cli, cfg.Tenant, "a/b"); !errors.Is(err, coord.ErrInvalidName) {
 		t.Fatalf("Get(invalid name) = %v, want ErrInvalidName", err)
 	}
 }

@@ -44,6 +44,8 @@ var (
 
 	// ErrInvalidConfig: a Config field is invalid. Returned as *ConfigError.
 	ErrInvalidConfig = errors.New("idempotency: invalid config")
+	// ErrNotFound: KeyGet named a key that is not stored (never used, or pruned).
+	ErrNotFound = errors.New("idempotency: not found")
 )
 
 // MismatchError reports a key reused with a different request fingerprint. It

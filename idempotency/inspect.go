@@ -33,10 +33,28 @@ type KeyState struct {
 	ExpiresAt time.Time
 }
 
+// KeyGet returns the stored state of key without fingerprint checks, locks or
+// replays: the operator's view (coordctl idem get). It returns an error matching
+// ErrNotFound for an unknown (or pruned) key and a *KeyError for an invalid one.
+// It is read-only: one query, which ctx cancels.
+func (s *Store) KeyGet(ctx context.Context, key Key) (KeyState, error) {
+	st, ok, err := s.inspect(ctx, key)
+	if err == nil && !ok {
+		return KeyState{}, fmt.Errorf("%w: key %s", ErrNotFound, key)
+	}
+	return st, err
+}
+
 // Inspect returns the stored state of key without fingerprint checks, locks or
 // replays; ok is false for an unknown key. It is read-only: one query, which ctx
 // cancels. An invalid key returns a *KeyError.
+//
+// Deprecated: use KeyGet, whose unknown key is an error matching ErrNotFound.
 func (s *Store) Inspect(ctx context.Context, key Key) (st KeyState, ok bool, err error) {
+	return s.inspect(ctx, key)
+}
+
+func (s *Store) inspect(ctx context.Context, key Key) (st KeyState, ok bool, err error) {
 	if err := key.Validate(); err != nil {
 		return KeyState{}, false, err
 	}

@@ -10,20 +10,20 @@ import (
 	"github.com/coordkit/coordkit/idempotency"
 )
 
-func TestInspect(t *testing.T) {
+func TestKeyGet(t *testing.T) {
 	s, _ := newStore(t, idempotency.Config{})
 	ctx := context.Background()
 	key := idempotency.Key{Scope: "acme", ID: "inspect-1"}
-	if _, ok, err := s.Inspect(ctx, key); err != nil || ok {
-		t.Fatalf("Inspect(unknown) ok=%v err=%v", ok, err)
+	if _, err := s.KeyGet(ctx, key); !errors.Is(err, idempotency.ErrNotFound) {
+		t.Fatalf("KeyGet(unknown) = %v, want ErrNotFound", err)
 	}
 	res, err := s.Do(ctx, key, fp("req"), effect(key, "first"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ok, err := s.Inspect(ctx, key)
-	if err != nil || !ok {
-		t.Fatalf("Inspect = %v %v", ok, err)
+	st, err := s.KeyGet(ctx, key)
+	if err != nil {
+		t.Fatalf("KeyGet = %v", err)
 	}
 	want := fp("req")
 	if !st.Completed || st.Key != key || st.ResponseStatus != 201 || st.ResponseHeader.Get("Location") != "/effects/inspect-1" ||
@@ -39,7 +39,7 @@ func TestInspect(t *testing.T) {
 	if time.Since(st.CreatedAt) > time.Minute {
 		t.Fatalf("CreatedAt %v", st.CreatedAt)
 	}
-	if _, _, err := s.Inspect(ctx, idempotency.Key{Scope: "acme", ID: "bad\x00"}); !errors.Is(err, idempotency.ErrInvalidKey) {
+	if _, err := s.KeyGet(ctx, idempotency.Key{Scope: "acme", ID: "bad\x00"}); !errors.Is(err, idempotency.ErrInvalidKey) {
 		t.Fatalf("Inspect(invalid) = %v, want ErrInvalidKey", err)
 	}
 }

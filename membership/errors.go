@@ -20,6 +20,10 @@ var (
 	// ErrClosed is returned (wrapped) by calls on a Registration after Deregister,
 	// on a Session after Close, and on a Watcher after it stopped.
 	ErrClosed = errors.New("membership: closed")
+
+	// ErrNotFound is returned (wrapped) by ServiceGet when etcd holds no key
+	// under the service's prefix: nobody is registered.
+	ErrNotFound = errors.New("membership: not found")
 )
 
 // ConfigError reports an invalid configuration field or argument. It matches

@@ -13,13 +13,28 @@ import (
 	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
-// List reads the members of one service once, at one linearizable revision
-// (one range request), and returns them as the View a Watcher's first list
-// would give. It is the one-shot read for operators and scripts (coordctl
+// ServiceGet reads the members of one service once, at one linearizable
+// revision (one range request), and returns them as the View a Watcher's first
+// list would give. It is the one-shot read for operators and scripts (coordctl
 // members); a consumer that follows the membership uses Watch. It blocks for
-// the request, bounded by ctx. It returns a *ConfigError (ErrInvalidConfig)
-// for a nil client or an invalid name (unwrapping to the *coord.NameError),
-// and etcd's errors classified (coord.ErrNoLeader when etcd has no leader).
+// the request, bounded by ctx. It returns an error matching ErrNotFound when
+// etcd holds no key under the service (nobody is registered), a *ConfigError
+// (ErrInvalidConfig) for a nil client or an invalid name (unwrapping to the
+// *coord.NameError), and etcd's errors classified (coord.ErrNoLeader when etcd
+// has no leader).
+func ServiceGet(ctx context.Context, cli *clientv3.Client, tenant, service string) (View, error) {
+	v, err := List(ctx, cli, tenant, service)
+	if err == nil && len(v.Members) == 0 && len(v.Malformed) == 0 {
+		return View{}, fmt.Errorf("%w: nobody is registered for service %s of tenant %s", ErrNotFound, service, tenant)
+	}
+	return v, err
+}
+
+// List reads the members of one service as ServiceGet does; a service nobody
+// is registered for is an empty View.
+//
+// Deprecated: use ServiceGet, whose service nobody is registered for is an
+// error matching ErrNotFound.
 func List(ctx context.Context, cli *clientv3.Client, tenant, service string) (View, error) {
 	if cli == nil {
 		return View{}, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
@@ -43,16 +58,17 @@ func List(ctx context.Context, cli *clientv3.Client, tenant, service string) (Vi
 	return v, nil
 }
 
-// Services reads every service of tenant with its members, all at one
-// linearizable revision, sorted by tenant and service; each View is what List
-// returns for it. Keys directly under /tenants/{tenant}/members/ are not a
+// ServiceList reads every service of tenant with its members, all at one
+// linearizable revision, sorted by tenant and service; each View is what
+// ServiceGet returns for it. Keys directly under /tenants/{tenant}/members/ are not a
 // service's (correctnesslease keeps its session keys there) and are skipped.
 // tenant "" reads every tenant: one keys-only range over /tenants/ finds the
 // tenants that have members, then one range per such tenant at that same
 // revision (which fails with coord.ErrCompacted if etcd compacted it in
 // between: call again). It blocks for the requests, bounded by ctx, and returns
-// errors as List does.
-func Services(ctx context.Context, cli *clientv3.Client, tenant string) ([]View, error) {
+// errors as ServiceGet does (an empty list, not ErrNotFound, when nobody is
+// registered).
+func ServiceList(ctx context.Context, cli *clientv3.Client, tenant string) ([]View, error) {
 	if cli == nil {
 		return nil, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
 	}
@@ -86,6 +102,13 @@ func Services(ctx context.Context, cli *clientv3.Client, tenant string) ([]View,
 	}
 	slices.SortStableFunc(out, func(a, b View) int { return cmp.Compare(a.Tenant, b.Tenant) }) // "a-b" came before "a"
 	return out, nil
+}
+
+// Services is ServiceList.
+//
+// Deprecated: use ServiceList.
+func Services(ctx context.Context, cli *clientv3.Client, tenant string) ([]View, error) {
+	return ServiceList(ctx, cli, tenant)
 }
 
 // tenantServices reads /tenants/{tenant}/members/ (at rev, 0 = the current

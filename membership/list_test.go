@@ -36,7 +36,7 @@ func TestListAndServices(t *testing.T) {
 		}
 	}
 
-	v, err := membership.List(ctx, cli, "acme", "api")
+	v, err := membership.ServiceGet(ctx, cli, "acme", "api")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +53,8 @@ func TestListAndServices(t *testing.T) {
 		t.Fatalf("List member %+v, registration %+v, watcher's %+v", ma, st, wa)
 	}
 
-	if empty, err := membership.List(ctx, cli, "acme", "nobody"); err != nil || len(empty.Members) != 0 || empty.Revision == 0 {
-		t.Fatalf("List of a service without members = %+v, %v", empty, err)
+	if empty, err := membership.ServiceGet(ctx, cli, "acme", "nobody"); !errors.Is(err, membership.ErrNotFound) || len(empty.Members) != 0 {
+		t.Fatalf("ServiceGet of a service without members = %+v, %v; want ErrNotFound", empty, err)
 	}
 
 	service := func(vs []membership.View) []string {
@@ -64,14 +64,14 @@ func TestListAndServices(t *testing.T) {
 		}
 		return out
 	}
-	vs, err := membership.Services(ctx, cli, "acme")
+	vs, err := membership.ServiceList(ctx, cli, "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := service(vs); !slices.Equal(got, []string{"acme/api:a", "acme/api-v2:c"}) || len(vs[0].Members) != 2 || len(vs[0].Malformed) != 2 {
 		t.Fatalf("Services(acme) = %v (%+v)", got, vs)
 	}
-	all, err := membership.Services(ctx, cli, "")
+	all, err := membership.ServiceList(ctx, cli, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,15 +83,15 @@ func TestListAndServices(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"list bad tenant", func() error { _, err := membership.List(ctx, cli, "a/b", "api"); return err }()},
-		{"list bad service", func() error { _, err := membership.List(ctx, cli, "acme", "bad\x00"); return err }()},
-		{"services bad tenant", func() error { _, err := membership.Services(ctx, cli, "no space"); return err }()},
+		{"list bad tenant", func() error { _, err := membership.ServiceGet(ctx, cli, "a/b", "api"); return err }()},
+		{"list bad service", func() error { _, err := membership.ServiceGet(ctx, cli, "acme", "bad\x00"); return err }()},
+		{"services bad tenant", func() error { _, err := membership.ServiceList(ctx, cli, "no space"); return err }()},
 	} {
 		if !errors.Is(c.err, membership.ErrInvalidConfig) || !errors.Is(c.err, coord.ErrInvalidName) {
 			t.Errorf("%s: %v, want ErrInvalidConfig and coord.ErrInvalidName", c.name, c.err)
 		}
 	}
-	if _, err := membership.List(ctx, nil, "acme", "api"); !errors.Is(err, membership.ErrInvalidConfig) {
+	if _, err := membership.ServiceGet(ctx, nil, "acme", "api"); !errors.Is(err, membership.ErrInvalidConfig) {
 		t.Errorf("List with a nil client: %v", err)
 	}
 }

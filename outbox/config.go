@@ -34,9 +34,11 @@ var (
 	keyIdx          = pgschema.Derived{Suffix: "_key", What: "index"}
 	retryIdx        = pgschema.Derived{Suffix: "_retry", What: "index"}
 	publishedIdx    = pgschema.Derived{Suffix: "_published", What: "index"}
-	// The dead-letter table's own index; derived from Table too when
+	seqIdx          = pgschema.Derived{Suffix: "_seq", What: "index"}
+	// The dead-letter table's own indexes; derived from Table too when
 	// DeadLetterTable is left to its default.
 	deadKeyIdx = pgschema.Derived{Suffix: "_parked_key", What: "dead-letter index"}
+	deadSeqIdx = pgschema.Derived{Suffix: "_parked_seq", What: "dead-letter index"}
 )
 
 // Bounds of Config.
@@ -168,8 +170,8 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	fromTable := []pgschema.Derived{pendingIdx, keyIdx, retryIdx, publishedIdx}
 	if c.DeadLetterTable == c.Table+deadLetterTable.Suffix {
-		fromTable = append(fromTable, deadLetterTable, deadKeyIdx)
-	} else if ne := pgschema.CheckIdent("DeadLetterTable", c.DeadLetterTable, keyIdx); ne != nil {
+		fromTable = append(fromTable, deadLetterTable, deadKeyIdx, deadSeqIdx)
+	} else if ne := pgschema.CheckIdent("DeadLetterTable", c.DeadLetterTable, keyIdx, seqIdx); ne != nil {
 		return nameError(ne)
 	}
 	if c.Channel == c.Table+readyChannel.Suffix {

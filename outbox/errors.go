@@ -30,8 +30,13 @@ var (
 
 	// ErrInvalidConfig: a Config or table name failed validation.
 	ErrInvalidConfig = errors.New("outbox: invalid config")
-	// ErrNotParked: Requeue or Discard named an event that is not in the dead-letter table.
-	ErrNotParked = errors.New("outbox: event not parked")
+	// ErrNotFound: ParkedGet, ParkedRequeue, ParkedDiscard or ParkedLockTx named
+	// an event that is not in the dead-letter table.
+	ErrNotFound = errors.New("outbox: not found")
+	// ErrNotParked is ErrNotFound.
+	//
+	// Deprecated: use ErrNotFound (the same error).
+	ErrNotParked = ErrNotFound
 	// ErrNoDestination: the broker has no stream or topic for what a publisher
 	// publishes (reported by a Checker at relay start, and by publishers per
 	// message, with the name).

@@ -24,6 +24,7 @@ func outboxComponent(cfg Config) (pgschema.Component, error) {
 		"idx_retry":     pgschema.Quoted(cfg.Table + retryIdx.Suffix),
 		"idx_published": pgschema.Quoted(cfg.Table + publishedIdx.Suffix),
 		"idx_dead_key":  pgschema.Quoted(cfg.DeadLetterTable + keyIdx.Suffix),
+		"idx_dead_seq":  pgschema.Quoted(cfg.DeadLetterTable + seqIdx.Suffix),
 	})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("outbox: %w", err)

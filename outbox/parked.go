@@ -2,9 +2,11 @@ package outbox
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,30 +26,177 @@ type ParkedEvent struct {
 	Attempts  int
 	LastError string
 	ParkedAt  time.Time
+	// PayloadBytes is the payload's full length; Payload may hold only its
+	// start (ParkedListOpts.MaxPayload).
+	PayloadBytes int
 }
 
-// Parked lists up to limit parked events in outbox order. It blocks for one query.
-func (o *Outbox) Parked(ctx context.Context, db DBTX, limit int) ([]ParkedEvent, error) {
-	rows, err := db.Query(ctx, o.sql.parkedList, limit)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: parked: %w", err)
-	}
-	out, err := scanParked(rows)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: parked: %w", err)
-	}
-	return out, nil
+// Bounds of ParkedListOpts.Limit.
+const (
+	DefaultParkedListLimit = 100
+	MaxParkedListLimit     = 10000
+)
+
+// ParkedListOpts selects parked events for ParkedList and ParkedCount. A nil
+// *ParkedListOpts selects every parked event (ParkedList: the first
+// DefaultParkedListLimit).
+type ParkedListOpts struct {
+	Key   string // only this key (aggregate id); default any
+	Topic string // only this topic (aggregate type); default any
+	Type  string // only this event type; default any
+	// Search keeps the events whose key starts with it or whose last error
+	// contains it (case-insensitive); default "" (no search).
+	Search string
+	// After is ParkedListResult.Next of the previous page; default "": the first
+	// page. ParkedCount ignores it.
+	After string
+	// Limit is at most how many events one page holds. Default
+	// DefaultParkedListLimit; at most MaxParkedListLimit. ParkedCount ignores it.
+	Limit int
+	// MaxPayload bounds the payload characters each event carries (0: the whole
+	// payload); PayloadBytes is always the full length.
+	MaxPayload int
 }
 
-// scanParked reads rows of parkedCols and closes them.
+// ParkedListResult is one page of ParkedList.
+type ParkedListResult struct {
+	Events []ParkedEvent
+	// Next is the After of the next page; "" when this page is the last.
+	Next string
+}
+
+// ParkedGet returns one parked event without locking it, or an error matching
+// ErrNotFound when id is not parked. It is read-only: one query, which ctx cancels.
+func (o *Outbox) ParkedGet(ctx context.Context, db DBTX, id ID) (ParkedEvent, error) {
+	rows, err := db.Query(ctx, `SELECT `+o.parkedCols(0)+` FROM `+o.dead+` WHERE id = $1`, id.String())
+	if err != nil {
+		return ParkedEvent{}, fmt.Errorf("outbox: parked %s: %w", id, err)
+	}
+	got, err := scanParked(rows)
+	if err != nil {
+		return ParkedEvent{}, fmt.Errorf("outbox: parked %s: %w", id, err)
+	}
+	if len(got) == 0 {
+		return ParkedEvent{}, fmt.Errorf("%w: parked event %s", ErrNotFound, id)
+	}
+	return got[0], nil
+}
+
+// ParkedList returns one page of the parked events opts selects, in outbox
+// order (seq): the operator's view (coordctl outbox parked list). Pages are
+// keyset-paginated (ParkedListResult.Next). It is read-only and takes no lock:
+// one query, which ctx cancels. A bad limit or cursor is a *ConfigError.
+func (o *Outbox) ParkedList(ctx context.Context, db DBTX, opts *ParkedListOpts) (ParkedListResult, error) {
+	var p ParkedListOpts
+	if opts != nil {
+		p = *opts
+	}
+	if p.Limit == 0 {
+		p.Limit = DefaultParkedListLimit
+	}
+	if p.Limit < 0 || p.Limit > MaxParkedListLimit {
+		return ParkedListResult{}, &ConfigError{Field: "ParkedListOpts.Limit", Reason: fmt.Sprintf("%d outside [1, %d]", p.Limit, MaxParkedListLimit)}
+	}
+	if p.MaxPayload < 0 {
+		return ParkedListResult{}, &ConfigError{Field: "ParkedListOpts.MaxPayload", Reason: "negative"}
+	}
+	where, args, err := p.where(true)
+	if err != nil {
+		return ParkedListResult{}, err
+	}
+	args = append(args, p.Limit+1)
+	rows, err := db.Query(ctx, `SELECT `+o.parkedCols(p.MaxPayload)+` FROM `+o.dead+where+
+		` ORDER BY seq LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return ParkedListResult{}, fmt.Errorf("outbox: parked list: %w", err)
+	}
+	got, err := scanParked(rows)
+	if err != nil {
+		return ParkedListResult{}, fmt.Errorf("outbox: parked list: %w", err)
+	}
+	res := ParkedListResult{Events: got}
+	if len(got) > p.Limit {
+		res.Events = got[:p.Limit]
+		res.Next = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(got[p.Limit-1].Seq, 10)))
+	}
+	return res, nil
+}
+
+// ParkedCount counts the parked events opts selects (its After, Limit and
+// MaxPayload aside). It is read-only: one query, which ctx cancels.
+func (o *Outbox) ParkedCount(ctx context.Context, db DBTX, opts *ParkedListOpts) (int64, error) {
+	var p ParkedListOpts
+	if opts != nil {
+		p = *opts
+	}
+	where, args, err := p.where(false)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM `+o.dead+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("outbox: parked count: %w", err)
+	}
+	return n, nil
+}
+
+// where renders p's filters (and, with page, its cursor) with only the
+// predicates set.
+func (p ParkedListOpts) where(page bool) (string, []any, error) {
+	var conds []string
+	var args []any
+	arg := func(v any) string { args = append(args, v); return "$" + strconv.Itoa(len(args)) }
+	for _, f := range []struct{ col, v string }{{"aggregateid", p.Key}, {"aggregatetype", p.Topic}, {"type", p.Type}} {
+		if f.v != "" {
+			conds = append(conds, f.col+" = "+arg(f.v))
+		}
+	}
+	if p.Search != "" {
+		s := arg(p.Search)
+		conds = append(conds, "(starts_with(aggregateid, "+s+") OR strpos(lower(coalesce(last_error, '')), lower("+s+")) > 0)")
+	}
+	if page && p.After != "" {
+		b, err := base64.RawURLEncoding.DecodeString(p.After)
+		seq, perr := strconv.ParseInt(string(b), 10, 64)
+		if err != nil || perr != nil {
+			return "", nil, &ConfigError{Field: "ParkedListOpts.After", Reason: fmt.Sprintf("%q is not a ParkedListResult.Next", p.After)}
+		}
+		conds = append(conds, "seq > "+arg(seq))
+	}
+	if len(conds) == 0 {
+		return "", args, nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args, nil
+}
+
+// parkedCols are the columns scanParked reads, the payload cut to maxPayload
+// characters (0: whole).
+func (o *Outbox) parkedCols(maxPayload int) string {
+	payload := "payload"
+	if maxPayload > 0 {
+		payload = "left(payload, " + strconv.Itoa(maxPayload) + ")"
+	}
+	return `id, seq, aggregatetype, aggregateid, type, ` + payload + `, headers::text, created_at, attempts, coalesce(last_error, ''), parked_at, octet_length(payload)`
+}
+
+// scanParked reads rows of parkedCols (or of the eleven columns without the
+// payload's length) and closes them.
 func scanParked(rows pgx.Rows) ([]ParkedEvent, error) {
 	defer rows.Close()
 	var out []ParkedEvent
 	for rows.Next() {
+		sized := len(rows.FieldDescriptions()) == 12
 		var p ParkedEvent
 		var id, payload, headers string
-		if err := rows.Scan(&id, &p.Seq, &p.Topic, &p.Key, &p.Type, &payload, &headers, &p.CreatedAt, &p.Attempts, &p.LastError, &p.ParkedAt); err != nil {
+		dest := []any{&id, &p.Seq, &p.Topic, &p.Key, &p.Type, &payload, &headers, &p.CreatedAt, &p.Attempts, &p.LastError, &p.ParkedAt}
+		if sized {
+			dest = append(dest, &p.PayloadBytes)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
+		}
+		if !sized {
+			p.PayloadBytes = len(payload)
 		}
 		var err error
 		if p.ID, err = ParseID(id); err != nil {
@@ -58,44 +207,6 @@ func scanParked(rows pgx.Rows) ([]ParkedEvent, error) {
 		out = append(out, p)
 	}
 	return out, rows.Err()
-}
-
-// Requeue moves a parked event back into the outbox at its original position
-// with its attempts reset: it becomes the head of its key again and is published
-// before the key's later events. It waits for the relay driving the key (if any)
-// to finish its batch. It returns an error matching ErrNotParked if id is not
-// parked.
-func (o *Outbox) Requeue(ctx context.Context, db Beginner, id ID) error {
-	return o.operate(ctx, db, id, o.sql.requeue)
-}
-
-// Discard deletes a parked event for good; the key's later events then flow. It
-// returns an error matching ErrNotParked if id is not parked.
-func (o *Outbox) Discard(ctx context.Context, db Beginner, id ID) error {
-	return o.operate(ctx, db, id, o.sql.discard)
-}
-
-func (o *Outbox) operate(ctx context.Context, db Beginner, id ID, q string) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		var key string
-		if err := tx.QueryRow(ctx, o.sql.parkedKey, id.String()).Scan(&key); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("%w: %s", ErrNotParked, id)
-			}
-			return fmt.Errorf("outbox: %w", err)
-		}
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1::int4, hashtext($2))", o.relayClass, key); err != nil {
-			return fmt.Errorf("outbox: lock key: %w", err)
-		}
-		tag, err := tx.Exec(ctx, q, id.String())
-		if err != nil {
-			return fmt.Errorf("outbox: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: %s", ErrNotParked, id)
-		}
-		return nil
-	})
 }
 
 // Prune deletes published rows older than Config.Retention, in statements of at

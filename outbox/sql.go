@@ -8,8 +8,7 @@ type statements struct {
 	markPublished, deletePublished string
 	fail, park                     string
 	oldest, prune                  string
-	parkedList, parkedOne          string
-	parkedKey                      string
+	parkedOne, parkedKey           string
 	requeue, discard               string
 }
 
@@ -109,7 +108,6 @@ SELECT id, seq, aggregatetype, aggregateid, type, payload, payload_json, headers
 	s.prune = `DELETE FROM ` + t + ` WHERE seq IN (SELECT seq FROM ` + t + `
   WHERE published_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED)`
 	const parkedCols = `id, seq, aggregatetype, aggregateid, type, payload, headers::text, created_at, attempts, coalesce(last_error, ''), parked_at`
-	s.parkedList = `SELECT ` + parkedCols + ` FROM ` + d + ` ORDER BY seq LIMIT $1`
 	s.parkedOne = `SELECT ` + parkedCols + ` FROM ` + d + ` WHERE id = $1 FOR UPDATE`
 	s.parkedKey = `SELECT aggregateid FROM ` + d + ` WHERE id = $1`
 	s.requeue = `WITH m AS (DELETE FROM ` + d + ` WHERE id = $1 RETURNING *)

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -27,8 +26,11 @@ type Status struct {
 	PublishedInWindow int64
 	// Parked counts events in the dead-letter table.
 	Parked int64
-	// ParkedKeys lists every key with a parked event, oldest parked first.
+	// ParkedKeys lists the keys with a parked event, oldest parked first: the
+	// first StatusParkedKeys of ParkedKeyCount.
 	ParkedKeys []ParkedKey
+	// ParkedKeyCount counts the keys with a parked event.
+	ParkedKeyCount int64
 }
 
 // ParkedKey is one key stopped by parked events.
@@ -42,8 +44,14 @@ type ParkedKey struct {
 // StatusWindow is the window of Status.PublishLagP99 and PublishedInWindow.
 const StatusWindow = 5 * time.Minute
 
+// StatusParkedKeys is the most keys Status.ParkedKeys lists (the oldest parked);
+// ParkedKeyCount counts them all and ParkedList pages through their events.
+const StatusParkedKeys = 100
+
 // Status reads the outbox's backlog, publish lag and parked keys (see Status).
 // It is read-only and takes no lock: three queries, which ctx cancels.
+// ParkedKeys is bounded (StatusParkedKeys), so its cost does not grow with the
+// number of stopped keys beyond one grouping of the dead-letter table.
 func (o *Outbox) Status(ctx context.Context, db DBTX) (Status, error) {
 	var s Status
 	var oldest, p99 float64
@@ -61,15 +69,19 @@ func (o *Outbox) Status(ctx context.Context, db DBTX) (Status, error) {
 		return Status{}, fmt.Errorf("outbox: status: %w", err)
 	}
 	s.OldestPendingAge, s.PublishLagP99 = seconds(oldest), seconds(p99)
-	rows, err := db.Query(ctx, `SELECT d.aggregateid, count(*), min(d.parked_at),
-    (SELECT count(*) FROM `+o.table+` o WHERE o.aggregateid = d.aggregateid AND o.published_at IS NULL)
-  FROM `+o.dead+` d GROUP BY d.aggregateid ORDER BY min(d.parked_at), d.aggregateid`)
+	// Group the parked rows once; count the blocked followers of the listed keys only.
+	rows, err := db.Query(ctx, `WITH k AS (SELECT aggregateid, count(*) AS n, min(parked_at) AS at FROM `+o.dead+` GROUP BY aggregateid),
+  top AS (SELECT * FROM k ORDER BY at, aggregateid LIMIT $1)
+SELECT top.aggregateid, top.n, top.at,
+  (SELECT count(*) FROM `+o.table+` o WHERE o.aggregateid = top.aggregateid AND o.published_at IS NULL),
+  (SELECT count(*) FROM k)
+FROM top ORDER BY top.at, top.aggregateid`, StatusParkedKeys)
 	if err != nil {
 		return Status{}, fmt.Errorf("outbox: status: %w", err)
 	}
 	s.ParkedKeys, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ParkedKey, error) {
 		var k ParkedKey
-		return k, r.Scan(&k.Key, &k.Parked, &k.ParkedAt, &k.Blocked)
+		return k, r.Scan(&k.Key, &k.Parked, &k.ParkedAt, &k.Blocked, &s.ParkedKeyCount)
 	})
 	if err != nil {
 		return Status{}, fmt.Errorf("outbox: status: %w", err)
@@ -78,35 +90,3 @@ func (o *Outbox) Status(ctx context.Context, db DBTX) (Status, error) {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
-// LockParkedTx reads the parked event id and locks it until tx ends, so that a
-// Requeue or Discard later in tx acts on exactly the event it returned (an
-// operator's compare-and-set: coordctl compares it with what it showed). It takes
-// the locks Requeue and Discard take, in their order (the key's relay lock, then
-// the row), so two operators acting on one key queue up instead of deadlocking;
-// like them it waits for a relay driving the key to finish its batch. It returns
-// an error matching ErrNotParked if id is not parked; ctx cancels the wait.
-func (o *Outbox) LockParkedTx(ctx context.Context, tx pgx.Tx, id ID) (ParkedEvent, error) {
-	var key string
-	if err := tx.QueryRow(ctx, o.sql.parkedKey, id.String()).Scan(&key); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ParkedEvent{}, fmt.Errorf("%w: %s", ErrNotParked, id)
-		}
-		return ParkedEvent{}, fmt.Errorf("outbox: lock parked %s: %w", id, err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1::int4, hashtext($2))", o.relayClass, key); err != nil {
-		return ParkedEvent{}, fmt.Errorf("outbox: lock key: %w", err)
-	}
-	rows, err := tx.Query(ctx, o.sql.parkedOne, id.String())
-	if err != nil {
-		return ParkedEvent{}, fmt.Errorf("outbox: lock parked %s: %w", id, err)
-	}
-	got, err := scanParked(rows)
-	if err != nil {
-		return ParkedEvent{}, fmt.Errorf("outbox: lock parked %s: %w", id, err)
-	}
-	if len(got) == 0 { // requeued or discarded while we waited for the key
-		return ParkedEvent{}, fmt.Errorf("%w: %s", ErrNotParked, id)
-	}
-	return got[0], nil
-}

@@ -98,7 +98,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("second Join on one session: %v", err)
 	}
 	coordtest.Until(t, 10*time.Second, 10*time.Millisecond, "the first member writes the target", func() bool {
-		snap, err := ownership.Snapshot(ctx, cli, tenant, "orders")
+		snap, err := ownership.GroupGet(ctx, cli, tenant, "orders")
 		return err == nil && snap.Partitions == 4
 	})
 	g8, err := ownership.New(cli, with(func(c *ownership.Config) { c.Partitions = 8 }))
@@ -119,7 +119,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := g.Join(ctx, closed, nil); !errors.Is(err, ownership.ErrClosed) {
 		t.Errorf("closed session: %v", err)
 	}
-	if _, err := ownership.Snapshot(ctx, cli, tenant, "a/b"); !errors.Is(err, coord.ErrInvalidName) {
+	if _, err := ownership.GroupGet(ctx, cli, tenant, "a/b"); !errors.Is(err, coord.ErrInvalidName) {
 		t.Errorf("Snapshot of an invalid group: %v", err)
 	}
 	if _, err := ownership.Observe(ctx, cli, "", "orders"); !errors.Is(err, coord.ErrInvalidName) {

@@ -13,6 +13,10 @@ var (
 	// that has stopped: after Leave or Close, or once its session lost its
 	// authority. Not retryable on the same session: Join again on a new one.
 	ErrClosed = errors.New("ownership: member stopped")
+
+	// ErrNotFound is returned (wrapped) by GroupGet when etcd holds nothing of
+	// the group: no target, no member, no partition key (no member ever joined).
+	ErrNotFound = errors.New("ownership: not found")
 )
 
 // ConfigError reports an invalid Config field or argument, or a Partitions

@@ -67,7 +67,7 @@ func Example() {
 			p.Done()             // stopped: release it now
 		}()
 	}
-	snap, err := ownership.Snapshot(ctx, cli, "acme", "orders")
+	snap, err := ownership.GroupGet(ctx, cli, "acme", "orders")
 	if err != nil {
 		fmt.Println("snapshot:", err)
 		return

@@ -18,16 +18,16 @@ type GroupRef struct {
 	Tenant, Group string
 }
 
-// Groups lists the ownership groups of tenant that have an assignment target in
+// GroupList lists the ownership groups of tenant that have an assignment target in
 // etcd, sorted by tenant and group: every group a member has joined once (the
 // target outlives the last member, so a group nobody serves is still listed,
-// and its Snapshot shows every partition unowned). tenant "" lists every
+// and its GroupGet shows every partition unowned). tenant "" lists every
 // tenant. It is one keys-only range (over /tenants/{tenant}/ownership/, or over
 // /tenants/ for every tenant), for operators (coordctl ownership map); read
-// each group with Snapshot. It blocks for the request, bounded by ctx, and
+// each group with GroupGet. It blocks for the request, bounded by ctx, and
 // returns a *ConfigError for a nil client or an invalid tenant (unwrapping to
 // the *coord.NameError), and etcd's errors classified (coord.ErrNoLeader).
-func Groups(ctx context.Context, cli *clientv3.Client, tenant string) ([]GroupRef, error) {
+func GroupList(ctx context.Context, cli *clientv3.Client, tenant string) ([]GroupRef, error) {
 	if cli == nil {
 		return nil, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
 	}
@@ -54,4 +54,11 @@ func Groups(ctx context.Context, cli *clientv3.Client, tenant string) ([]GroupRe
 	// Key order puts "a-b/…" before "a/…" ('-' < '/'): sort by the names.
 	slices.SortFunc(out, func(a, b GroupRef) int { return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Group, b.Group)) })
 	return out, nil
+}
+
+// Groups is GroupList.
+//
+// Deprecated: use GroupList.
+func Groups(ctx context.Context, cli *clientv3.Client, tenant string) ([]GroupRef, error) {
+	return GroupList(ctx, cli, tenant)
 }

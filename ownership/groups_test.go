@@ -37,28 +37,31 @@ func TestGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := ownership.Groups(ctx, cli, "acme")
+	got, err := ownership.GroupList(ctx, cli, "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []ownership.GroupRef{{Tenant: "acme", Group: "orders"}, {Tenant: "acme", Group: "orders-eu"}}; !slices.Equal(got, want) {
 		t.Fatalf("Groups(acme) = %v, want %v", got, want)
 	}
-	if got, err = ownership.Groups(ctx, cli, ""); err != nil || len(got) != 3 || got[2] != (ownership.GroupRef{Tenant: "acme-b", Group: "x"}) {
+	if got, err = ownership.GroupList(ctx, cli, ""); err != nil || len(got) != 3 || got[2] != (ownership.GroupRef{Tenant: "acme-b", Group: "x"}) {
 		t.Fatalf("Groups(\"\") = %v, %v", got, err)
 	}
-	if got, err = ownership.Groups(ctx, cli, "nobody"); err != nil || len(got) != 0 {
+	if got, err = ownership.GroupList(ctx, cli, "nobody"); err != nil || len(got) != 0 {
 		t.Fatalf("Groups of a tenant without groups = %v, %v", got, err)
 	}
-	m, err := ownership.Snapshot(ctx, cli, "acme", "orders-eu")
+	m, err := ownership.GroupGet(ctx, cli, "acme", "orders-eu")
 	if err != nil || m.Partitions != 2 || m.Unowned() != 2 {
 		t.Fatalf("the listed group whose member closed: %+v, %v", m, err)
 	}
+	if m, err := ownership.GroupGet(ctx, cli, "acme", "never-joined"); !errors.Is(err, ownership.ErrNotFound) {
+		t.Fatalf("GroupGet of a group nobody joined = %+v, %v; want ErrNotFound", m, err)
+	}
 
-	if _, err := ownership.Groups(ctx, cli, "a/b"); !errors.Is(err, ownership.ErrInvalidConfig) || !errors.Is(err, coord.ErrInvalidName) {
+	if _, err := ownership.GroupList(ctx, cli, "a/b"); !errors.Is(err, ownership.ErrInvalidConfig) || !errors.Is(err, coord.ErrInvalidName) {
 		t.Errorf("Groups with an invalid tenant: %v", err)
 	}
-	if _, err := ownership.Groups(ctx, nil, "acme"); !errors.Is(err, ownership.ErrInvalidConfig) {
+	if _, err := ownership.GroupList(ctx, nil, "acme"); !errors.Is(err, ownership.ErrInvalidConfig) {
 		t.Errorf("Groups with a nil client: %v", err)
 	}
 }

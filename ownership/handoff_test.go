@@ -78,7 +78,7 @@ func TestJoinAndLeaveHandoff(t *testing.T) {
 		}
 	}
 
-	snap, err := ownership.Snapshot(context.Background(), cli, tenant, "orders")
+	snap, err := ownership.GroupGet(context.Background(), cli, tenant, "orders")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,10 +62,25 @@ func (m Map) Unowned() int {
 	return n
 }
 
-// Snapshot reads a group's map in one linearizable transaction (the member
+// GroupGet reads a group's map in one linearizable transaction (the member
 // keys, the target and the partitions' keys, keys only). It blocks for that
-// read, bounded by ctx. Invalid names return a *ConfigError unwrapping to the
+// read, bounded by ctx. It returns an error matching ErrNotFound when etcd
+// holds nothing of the group (no target, member or partition key: no member
+// ever joined it); invalid names return a *ConfigError unwrapping to the
 // *coord.NameError; etcd errors are classified (coord.ErrNoLeader matches).
+func GroupGet(ctx context.Context, cli *clientv3.Client, tenant, group string) (Map, error) {
+	m, err := Snapshot(ctx, cli, tenant, group)
+	if err == nil && m.TargetRevision == 0 && len(m.Members) == 0 && m.Unowned() == 0 && m.Partitions == 0 {
+		return Map{}, fmt.Errorf("%w: no member ever joined group %s of tenant %s", ErrNotFound, group, tenant)
+	}
+	return m, err
+}
+
+// Snapshot reads a group's map as GroupGet does; a group no member ever
+// joined is a Map without partitions or members.
+//
+// Deprecated: use GroupGet, whose unknown group is an error matching
+// ErrNotFound.
 func Snapshot(ctx context.Context, cli *clientv3.Client, tenant, group string) (Map, error) {
 	if cli == nil {
 		return Map{}, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}

@@ -312,7 +312,7 @@ func ownedBy(t *testing.T, cli *clientv3.Client, tenant, group, name string) map
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	m, err := ownership.Snapshot(ctx, cli, tenant, group)
+	m, err := ownership.GroupGet(ctx, cli, tenant, group)
 	if err != nil {
 		t.Fatalf("ownership.Snapshot: %v", err)
 	}
@@ -342,7 +342,7 @@ func ownSettle(cli *clientv3.Client, tenant, group string, partitions int, ms []
 	for time.Now().Before(deadline) {
 		time.Sleep(150 * time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		m, err := ownership.Snapshot(ctx, cli, tenant, group)
+		m, err := ownership.GroupGet(ctx, cli, tenant, group)
 		cancel()
 		if err != nil {
 			why, stable = err.Error(), 0

@@ -58,70 +58,32 @@ func scanInfo(row pgx.Row) (Info, error) {
 	return i, err
 }
 
-// ListOpts filters List. A nil *ListOpts lists the 100 oldest sagas of any state.
-type ListOpts struct {
-	Type      string        // only this saga type; default any
-	States    []State       // only these states; default any
-	OlderThan time.Duration // only sagas in their state for at least this long; default 0
-	Limit     int           // default 100, at most 10000
-}
-
-// List returns sagas oldest-in-state first. It blocks for one query; ctx cancels
-// it. An unknown state or a bad limit returns ErrInvalidConfig.
-func (c *Client) List(ctx context.Context, opts *ListOpts) ([]Info, error) {
-	var o ListOpts
-	if opts != nil {
-		o = *opts
-	}
-	if o.Limit == 0 {
-		o.Limit = 100
-	}
-	if o.Limit < 0 || o.Limit > 10000 || o.OlderThan < 0 {
-		return nil, fmt.Errorf("%w: list limit %d / age %v", ErrInvalidConfig, o.Limit, o.OlderThan)
-	}
-	var typ *string
-	if o.Type != "" {
-		typ = &o.Type
-	}
-	var states []string
-	for _, s := range o.States {
-		if !s.valid() {
-			return nil, fmt.Errorf("%w: unknown state %q", ErrInvalidConfig, s)
-		}
-		states = append(states, string(s))
-	}
-	rows, err := c.pool.Query(ctx, c.q.list, typ, states, secs(o.OlderThan), o.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("saga: list: %w", err)
-	}
-	defer rows.Close()
-	var out []Info
-	for rows.Next() {
-		i, err := scanInfo(rows)
-		if err != nil {
-			return nil, fmt.Errorf("saga: list: %w", err)
-		}
-		out = append(out, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("saga: list: %w", err)
-	}
-	return out, nil
-}
-
-// Get returns one saga, or an error matching ErrNotFound.
-func (c *Client) Get(ctx context.Context, id string) (Info, error) {
+// SagaGet returns one saga, or an error matching ErrNotFound. It is read-only:
+// one query, which ctx cancels.
+func (c *Client) SagaGet(ctx context.Context, id string) (Info, error) {
 	return c.get(ctx, c.pool.QueryRow(ctx, c.q.get, id), id)
 }
 
-// LockTx returns one saga, as Get does, and locks its row until tx ends: a
-// runner's next write of it and every admin call on it wait, so that a RetryNowTx,
-// ResolveTx or CancelTx later in tx acts on exactly the state it returned (an
+// Get returns one saga, or an error matching ErrNotFound.
+//
+// Deprecated: use SagaGet.
+func (c *Client) Get(ctx context.Context, id string) (Info, error) { return c.SagaGet(ctx, id) }
+
+// SagaLockTx returns one saga, as SagaGet does (ErrNotFound when there is none), and locks its row until tx ends: a
+// runner's next write of it and every admin call on it wait, so that a SagaRetryTx,
+// SagaResolveTx or SagaCancelTx later in tx acts on exactly the state it returned (an
 // operator's compare-and-set: coordctl compares it with what it showed). Runners
 // looking for due sagas skip the row. It blocks while another transaction holds
 // the row; ctx cancels the wait.
-func (c *Client) LockTx(ctx context.Context, tx pgx.Tx, id string) (Info, error) {
+func (c *Client) SagaLockTx(ctx context.Context, tx pgx.Tx, id string) (Info, error) {
 	return c.get(ctx, tx.QueryRow(ctx, c.q.get+" FOR UPDATE", id), id)
+}
+
+// LockTx is SagaLockTx.
+//
+// Deprecated: use SagaLockTx.
+func (c *Client) LockTx(ctx context.Context, tx pgx.Tx, id string) (Info, error) {
+	return c.SagaLockTx(ctx, tx, id)
 }
 
 func (c *Client) get(_ context.Context, row pgx.Row, id string) (Info, error) {
@@ -135,16 +97,28 @@ func (c *Client) get(_ context.Context, row pgx.Row, id string) (Info, error) {
 	return i, nil
 }
 
-// RetryNow makes a running or compensating saga due now (skipping its backoff)
+// SagaRetry makes a running or compensating saga due now (skipping its backoff)
 // and wakes the runners. A saga a runner is driving right now is left to it. It
 // returns ErrNotFound or *StateError (ErrWrongState) for other sagas.
-func (c *Client) RetryNow(ctx context.Context, id string) error {
-	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.RetryNowTx(ctx, tx, id) })
+func (c *Client) SagaRetry(ctx context.Context, id string) error {
+	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.SagaRetryTx(ctx, tx, id) })
 }
 
-// RetryNowTx is RetryNow in the caller's transaction: the saga is due (and the
-// runners are woken) once tx commits. On error, roll tx back.
+// RetryNow is SagaRetry.
+//
+// Deprecated: use SagaRetry.
+func (c *Client) RetryNow(ctx context.Context, id string) error { return c.SagaRetry(ctx, id) }
+
+// RetryNowTx is SagaRetryTx.
+//
+// Deprecated: use SagaRetryTx.
 func (c *Client) RetryNowTx(ctx context.Context, tx pgx.Tx, id string) error {
+	return c.SagaRetryTx(ctx, tx, id)
+}
+
+// SagaRetryTx is SagaRetry in the caller's transaction: the saga is due (and the
+// runners are woken) once tx commits. On error, roll tx back.
+func (c *Client) SagaRetryTx(ctx context.Context, tx pgx.Tx, id string) error {
 	var got string
 	err := tx.QueryRow(ctx, c.q.retryNow, id, c.q.channel).Scan(&got)
 	if err == pgx.ErrNoRows {
@@ -176,20 +150,34 @@ const (
 	ResolveSkip Resolution = "skip"
 )
 
-// Resolve takes a needs_human saga out of that state as how says, recording note
+// SagaResolve takes a needs_human saga out of that state as how says, recording note
 // (required, at most 1000 bytes of UTF-8 without NUL) in its error history, and wakes the
 // runners. It blocks for one transaction; ctx cancels it. Errors: ErrNotFound,
 // *StateError (not needs_human), ErrInvalidConfig (bad resolution or note).
-func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note string) error {
+func (c *Client) SagaResolve(ctx context.Context, id string, how Resolution, note string) error {
 	if err := checkNote(note); err != nil {
 		return err // before any round trip
 	}
-	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.ResolveTx(ctx, tx, id, how, note) })
+	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.SagaResolveTx(ctx, tx, id, how, note) })
 }
 
-// ResolveTx is Resolve in the caller's transaction: the resolution takes effect
-// (and the runners are woken) once tx commits. On error, roll tx back.
+// Resolve is SagaResolve.
+//
+// Deprecated: use SagaResolve.
+func (c *Client) Resolve(ctx context.Context, id string, how Resolution, note string) error {
+	return c.SagaResolve(ctx, id, how, note)
+}
+
+// ResolveTx is SagaResolveTx.
+//
+// Deprecated: use SagaResolveTx.
 func (c *Client) ResolveTx(ctx context.Context, tx pgx.Tx, id string, how Resolution, note string) error {
+	return c.SagaResolveTx(ctx, tx, id, how, note)
+}
+
+// SagaResolveTx is SagaResolve in the caller's transaction: the resolution takes
+// effect (and the runners are woken) once tx commits. On error, roll tx back.
+func (c *Client) SagaResolveTx(ctx context.Context, tx pgx.Tx, id string, how Resolution, note string) error {
 	if err := checkNote(note); err != nil {
 		return err
 	}
@@ -221,23 +209,37 @@ func (c *Client) ResolveTx(ctx context.Context, tx pgx.Tx, id string, how Resolu
 	})
 }
 
-// Cancel stops a running saga that has not reached its pivot and compensates what
+// SagaCancel stops a running saga that has not reached its pivot and compensates what
 // it did: the current step (unless the saga was never claimed: an attempt may have
 // reached the participant unrecorded) and every step before it, newest first. A
 // runner driving it is fenced off (claim_version). It returns ErrPastPivot when
 // the saga has reached its pivot — after that only forward is possible —
 // *StateError when it is terminal, needs a human or already
 // compensates, and ErrNotFound. reason (at most 1000 bytes of UTF-8 without NUL) is recorded.
-func (c *Client) Cancel(ctx context.Context, id string, reason string) error {
+func (c *Client) SagaCancel(ctx context.Context, id string, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err // before any round trip
 	}
-	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.CancelTx(ctx, tx, id, reason) })
+	return c.inTx(ctx, id, func(tx pgx.Tx) error { return c.SagaCancelTx(ctx, tx, id, reason) })
 }
 
-// CancelTx is Cancel in the caller's transaction: the saga compensates (and the
-// runners are woken) once tx commits. On error, roll tx back.
+// Cancel is SagaCancel.
+//
+// Deprecated: use SagaCancel.
+func (c *Client) Cancel(ctx context.Context, id string, reason string) error {
+	return c.SagaCancel(ctx, id, reason)
+}
+
+// CancelTx is SagaCancelTx.
+//
+// Deprecated: use SagaCancelTx.
 func (c *Client) CancelTx(ctx context.Context, tx pgx.Tx, id string, reason string) error {
+	return c.SagaCancelTx(ctx, tx, id, reason)
+}
+
+// SagaCancelTx is SagaCancel in the caller's transaction: the saga compensates
+// (and the runners are woken) once tx commits. On error, roll tx back.
+func (c *Client) SagaCancelTx(ctx context.Context, tx pgx.Tx, id string, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err
 	}
@@ -330,35 +332,4 @@ func (c *Client) adminTx(ctx context.Context, tx pgx.Tx, id string, fn func(rowS
 		return fmt.Errorf("saga: admin %q: %w", id, err)
 	}
 	return nil
-}
-
-// StateCount is how many sagas of one type are in one non-terminal state, and
-// since when the oldest of them has been.
-type StateCount struct {
-	Type        string
-	State       State
-	Count       int64
-	OldestSince time.Time // state_since of the oldest
-}
-
-// Summary counts the non-terminal sagas (running, compensating, needs_human) by
-// type and state, with the oldest of each: the operator's overview (coordctl).
-// Terminal sagas are not counted (that would scan every finished saga). It is
-// read-only: one query, which ctx cancels.
-func (c *Client) Summary(ctx context.Context) ([]StateCount, error) {
-	rows, err := c.pool.Query(ctx, c.q.summary)
-	if err != nil {
-		return nil, fmt.Errorf("saga: summary: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StateCount, error) {
-		var s StateCount
-		var state string
-		err := r.Scan(&s.Type, &state, &s.Count, &s.OldestSince)
-		s.State = State(state)
-		return s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("saga: summary: %w", err)
-	}
-	return out, nil
 }

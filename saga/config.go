@@ -162,6 +162,8 @@ func (c Config) withDefaults() Config {
 var (
 	dueIdx      = pgschema.Derived{Suffix: "_due_idx", What: "index"}
 	stateIdx    = pgschema.Derived{Suffix: "_state_idx", What: "index"}
+	listIdx     = pgschema.Derived{Suffix: "_list_idx", What: "index"}
+	stateList   = pgschema.Derived{Suffix: "_state_list_idx", What: "index"}
 	noCompCheck = pgschema.Derived{Suffix: "_no_comp_after_pivot", What: "constraint"}
 	dueChannel  = pgschema.Derived{Suffix: "_due", What: "NOTIFY channel"}
 )
@@ -176,7 +178,7 @@ const (
 
 // validate checks a Config after withDefaults. Errors are *ConfigError.
 func (c Config) validate() error {
-	if ne := pgschema.CheckTable(c.Schema, c.Table, dueIdx, stateIdx, noCompCheck, dueChannel); ne != nil {
+	if ne := pgschema.CheckTable(c.Schema, c.Table, dueIdx, stateIdx, listIdx, stateList, noCompCheck, dueChannel); ne != nil {
 		return nameError(ne)
 	}
 	bad := func(field, format string, args ...any) error {

@@ -33,6 +33,8 @@ func sagaComponent(schema, table string) (pgschema.Component, error) {
 		"sagas":                       pgschema.Qualified(schema, table),
 		"due_idx":                     pgschema.Quoted(table + dueIdx.Suffix),
 		"state_idx":                   pgschema.Quoted(table + stateIdx.Suffix),
+		"list_idx":                    pgschema.Quoted(table + listIdx.Suffix),
+		"state_list_idx":              pgschema.Quoted(table + stateList.Suffix),
 		"no_compensation_after_pivot": pgschema.Quoted(table + noCompCheck.Suffix),
 	})
 	if err != nil {

@@ -41,8 +41,7 @@ type queries struct {
 	channel, listen           string
 	insert, claim, transition string
 	existing, release         string
-	list, get, lockRow, age   string
-	summary                   string
+	get, lockRow, age         string
 	retryNow, cancel          string
 	transitionAndClaim        string
 }
@@ -115,16 +114,10 @@ func newQueries(schema, table string) queries {
 	SELECT w.paged, c.id, c.saga_type, c.state, c.step, c.attempts, c.data, c.outputs, c.claim_version
 	FROM w LEFT JOIN c ON true`)
 	q.release = r(`UPDATE $T SET claim_owner = NULL, claim_until = NULL WHERE id = $1 AND claim_version = $2`)
-	q.list = r(`SELECT ` + infoCols + ` FROM $T
-		WHERE ($1::text IS NULL OR saga_type = $1) AND ($2::text[] IS NULL OR state = ANY($2))
-		  AND state_since <= now() - make_interval(secs => $3)
-		ORDER BY state_since, id LIMIT $4`)
 	q.get = r(`SELECT ` + infoCols + ` FROM $T WHERE id = $1`)
 	q.lockRow = r(`SELECT state, step, pivot_step, attempts, claim_owner IS NOT NULL, claim_version FROM $T WHERE id = $1 FOR UPDATE`)
 	q.age = r(`SELECT saga_type, state, extract(epoch FROM now() - min(state_since))::float8
 		FROM $T WHERE state IN ('running', 'compensating', 'needs_human') GROUP BY saga_type, state`)
-	q.summary = r(`SELECT saga_type, state, count(*), min(state_since)
-		FROM $T WHERE state IN ('running', 'compensating', 'needs_human') GROUP BY saga_type, state ORDER BY saga_type, state`)
 	q.retryNow = r(`WITH u AS (UPDATE $T SET next_attempt_at = now(), updated_at = now()
 		WHERE id = $1 AND state IN ('running', 'compensating') RETURNING id)
 	SELECT u.id FROM u CROSS JOIN LATERAL (SELECT pg_notify($2, u.id)) n`)

@@ -130,9 +130,14 @@ func (st JobStatus) spec() (*spec, error) {
 	return j.spec, nil
 }
 
-// List returns every job of the tenant, by name, with its last and next
+// List is JobList.
+//
+// Deprecated: use JobList.
+func (a *Admin) List(ctx context.Context) ([]JobStatus, error) { return a.JobList(ctx) }
+
+// JobList returns every job of the tenant, by name, with its last and next
 // fires. It blocks for one query; ctx cancels it.
-func (a *Admin) List(ctx context.Context) ([]JobStatus, error) {
+func (a *Admin) JobList(ctx context.Context) ([]JobStatus, error) {
 	rows, err := a.pool.Query(ctx, `SELECT `+statusColumns+`, (SELECT count(*)::int FROM `+a.t.fires+` f
 		WHERE f.tenant = j.tenant AND f.job = j.job AND f.outcome = 'running') FROM `+a.t.jobs+` j WHERE tenant = $1 ORDER BY job`, a.cfg.Tenant)
 	if err != nil {

@@ -14,6 +14,9 @@ var (
 	// registered in PostgreSQL (a job appears there once a scheduler that
 	// declares it has owned its partition).
 	ErrUnknownJob = errors.New("schedule: unknown job")
+	// ErrNotFound is ErrUnknownJob, under the name every package's admin
+	// verbs use for an absent object (docs/architecture.md, "Admin verbs").
+	ErrNotFound = ErrUnknownJob
 	// ErrStarted: Add was called after Run.
 	ErrStarted = errors.New("schedule: scheduler already running")
 	// ErrStopped: the scheduler's ownership member stopped because its

@@ -156,7 +156,7 @@ func ownWaitMap(ctx context.Context, cli *clientv3.Client, ids map[string]string
 	var since time.Time
 	for time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		m, err := ownership.Snapshot(ctx, cli, "demo", ownGroup)
+		m, err := ownership.GroupGet(ctx, cli, "demo", ownGroup)
 		if err != nil {
 			continue
 		}

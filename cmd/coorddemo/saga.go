@@ -112,7 +112,7 @@ func runSaga(ctx context.Context, e *env) (string, bool) {
 	deadline := time.Now().Add(30 * time.Second)
 	for len(final) < 2 && time.Now().Before(deadline) {
 		for _, id := range []string{bad, good} {
-			if info, err := client.Get(ctx, id); err == nil && info.State.Terminal() {
+			if info, err := client.SagaGet(ctx, id); err == nil && info.State.Terminal() {
 				final[id] = info
 			}
 		}

@@ -22,7 +22,7 @@ const (
 	DefaultMaxLeaseLabels = 100
 )
 
-// auditTable is the derived name of the table ResetFence records into.
+// auditTable is the derived name of the table FenceReset records into.
 var auditTable = pgschema.Derived{Suffix: "_audit", What: "audit table"}
 
 // Config configures a Fence. The zero Config is valid.

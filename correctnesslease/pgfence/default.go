@@ -40,9 +40,16 @@ func Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context
 	return std.Exec(ctx, db, tok, fn)
 }
 
-// ResetFence is Fence.ResetFence with the default Config (table "coord_fences"):
+// FenceReset is Fence.FenceReset with the default Config (table "coord_fences"):
 // the audited, compare-and-set reset of one lease's fence row. See
-// Fence.ResetFence.
+// Fence.FenceReset.
+func FenceReset(ctx context.Context, db Beginner, lease string, opts ResetOpts) (ResetResult, error) {
+	return std.FenceReset(ctx, db, lease, opts)
+}
+
+// ResetFence is FenceReset.
+//
+// Deprecated: use FenceReset.
 func ResetFence(ctx context.Context, db Beginner, lease string, opts ResetOpts) (ResetResult, error) {
-	return std.ResetFence(ctx, db, lease, opts)
+	return std.FenceReset(ctx, db, lease, opts)
 }

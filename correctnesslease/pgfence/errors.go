@@ -15,6 +15,10 @@ import (
 // matches coord.ErrInvalidToken. Nothing is written.
 var ErrZeroToken = fmt.Errorf("pgfence: zero fencing token: %w", coord.ErrInvalidToken)
 
+// ErrNotFound is returned (wrapped) by [Fence.FenceGet] when the lease has no
+// fence row: it has never presented a token, so any token is accepted.
+var ErrNotFound = errors.New("pgfence: not found")
+
 // ErrRowNotFound is returned (wrapped) by [RowUpdater.Update] when no row has the
 // given key, as opposed to a row whose fence is newer than the token (which is a
 // [*coord.StaleTokenError]).

@@ -15,39 +15,42 @@ func TestListGetAndResets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := f.List(ctx, db.Pool, &pgfence.ListOpts{Prefix: "/tenants/a/"})
+	rows, err := f.FenceList(ctx, db.Pool, &pgfence.FenceListOpts{Prefix: "/tenants/a/"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 2 || rows[0].Lease != "/tenants/a/elections/x" || rows[0].Revision != 7 || rows[1].Revision != 9 || rows[0].UpdatedAt.IsZero() {
 		t.Fatalf("List(prefix a) = %+v", rows)
 	}
-	if all, err := f.List(ctx, db.Pool, nil); err != nil || len(all) != 3 {
+	if all, err := f.FenceList(ctx, db.Pool, nil); err != nil || len(all) != 3 {
 		t.Fatalf("List(nil) = %+v, %v", all, err)
 	}
-	if one, err := f.List(ctx, db.Pool, &pgfence.ListOpts{Limit: 1}); err != nil || len(one) != 1 {
+	if one, err := f.FenceList(ctx, db.Pool, &pgfence.FenceListOpts{Limit: 1}); err != nil || len(one) != 1 {
 		t.Fatalf("List(limit 1) = %+v, %v", one, err)
 	}
-	if _, err := f.List(ctx, db.Pool, &pgfence.ListOpts{Limit: -1}); !errors.Is(err, pgfence.ErrInvalidConfig) {
+	if next, err := f.FenceList(ctx, db.Pool, &pgfence.FenceListOpts{After: rows[0].Lease, Limit: 1}); err != nil || len(next) != 1 || next[0].Lease != rows[1].Lease {
+		t.Fatalf("FenceList(after %s, limit 1) = %+v, %v: want the next row", rows[0].Lease, next, err)
+	}
+	if _, err := f.FenceList(ctx, db.Pool, &pgfence.FenceListOpts{Limit: -1}); !errors.Is(err, pgfence.ErrInvalidConfig) {
 		t.Fatalf("List(limit -1) = %v, want ErrInvalidConfig", err)
 	}
 
-	r, ok, err := f.Get(ctx, db.Pool, "/tenants/b/elections/x")
-	if err != nil || !ok || r.Revision != 3 {
-		t.Fatalf("Get = %+v %v %v", r, ok, err)
+	r, err := f.FenceGet(ctx, db.Pool, "/tenants/b/elections/x")
+	if err != nil || r.Revision != 3 {
+		t.Fatalf("FenceGet = %+v %v", r, err)
 	}
-	if _, ok, err := f.Get(ctx, db.Pool, "/tenants/b/elections/none"); err != nil || ok {
-		t.Fatalf("Get(unknown) ok=%v err=%v", ok, err)
+	if _, err := f.FenceGet(ctx, db.Pool, "/tenants/b/elections/none"); !errors.Is(err, pgfence.ErrNotFound) {
+		t.Fatalf("FenceGet(unknown) = %v, want ErrNotFound", err)
 	}
 
 	const lease = "/tenants/a/elections/x"
 	for i, to := range []int64{5, 0} {
 		expect := []int64{7, 5}[i]
-		if _, err := f.ResetFence(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "op", Reason: "test", ExpectHighest: expect, To: to}); err != nil {
+		if _, err := f.FenceReset(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "op", Reason: "test", ExpectHighest: expect, To: to}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	resets, err := f.Resets(ctx, db.Pool, lease, 10)
+	resets, err := f.ResetList(ctx, db.Pool, lease, &pgfence.ResetListOpts{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestListGetAndResets(t *testing.T) {
 		resets[0].Actor != "op" || resets[0].AuditID <= resets[1].AuditID || resets[0].At.IsZero() {
 		t.Fatalf("Resets = %+v", resets)
 	}
-	if _, err := f.Resets(ctx, db.Pool, lease, 0); !errors.Is(err, pgfence.ErrInvalidConfig) {
-		t.Fatalf("Resets(limit 0) = %v, want ErrInvalidConfig", err)
+	if _, err := f.ResetList(ctx, db.Pool, lease, &pgfence.ResetListOpts{Limit: -1}); !errors.Is(err, pgfence.ErrInvalidConfig) {
+		t.Fatalf("ResetList(limit -1) = %v, want ErrInvalidConfig", err)
 	}
 }

@@ -102,7 +102,7 @@ func TestHostileTableNameIsQuoted(t *testing.T) {
 	if len(tables) != 4 || tables[0] != "coordkit_migrations" || tables[1] != hostile || tables[2] != hostile+"_audit" || tables[3] != "y" {
 		t.Fatalf("tables = %q, want coordkit_migrations, the literal hostile name, its audit table and y", tables)
 	}
-	if _, err := f.ResetFence(ctx, db.Pool, "/h", pgfence.ResetOpts{Actor: `o"; --`, Reason: "x'); DROP TABLE y; --", ExpectHighest: 3}); err != nil {
+	if _, err := f.FenceReset(ctx, db.Pool, "/h", pgfence.ResetOpts{Actor: `o"; --`, Reason: "x'); DROP TABLE y; --", ExpectHighest: 3}); err != nil {
 		t.Fatalf("reset on the hostile-named table: %v", err)
 	}
 	if sql := strings.Join(f.MigrationSQL(), "\n"); !strings.Contains(sql, `"x""; DROP TABLE y; --"`) {

@@ -12,7 +12,7 @@ import (
 	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
-// Bounds of the text ResetFence records.
+// Bounds of the text FenceReset records.
 const (
 	MaxResetActorBytes  = 256
 	MaxResetReasonBytes = 1024
@@ -37,7 +37,7 @@ type ResetOpts struct {
 	To int64
 }
 
-// ResetResult is what ResetFence did, as recorded in the audit table.
+// ResetResult is what FenceReset did, as recorded in the audit table.
 type ResetResult struct {
 	Lease   string
 	Before  int64 // the recorded revision before the reset (0: no row)
@@ -51,7 +51,7 @@ type ResetResult struct {
 // ErrResetConflict matches every *ResetConflictError.
 var ErrResetConflict = errors.New("pgfence: fence changed since it was read")
 
-// ResetConflictError is ResetFence's refusal to overwrite a fence row that no
+// ResetConflictError is FenceReset's refusal to overwrite a fence row that no
 // longer holds ResetOpts.ExpectHighest: a holder wrote (or another reset ran)
 // after the operator looked. Nothing was changed; read again and decide again.
 type ResetConflictError struct {
@@ -68,7 +68,7 @@ func (e *ResetConflictError) Error() string {
 // Is makes errors.Is(err, ErrResetConflict) true.
 func (e *ResetConflictError) Is(target error) bool { return target == ErrResetConflict }
 
-// ResetFence is the operator's way out when a lease's fence row holds a revision
+// FenceReset is the operator's way out when a lease's fence row holds a revision
 // no real holder can exceed — a forged token (tokens are not authenticated: see
 // the threat model in docs/pgfence.md), or an etcd restored without
 // --bump-revision. In one transaction it compares the recorded revision with
@@ -85,7 +85,7 @@ func (e *ResetConflictError) Is(target error) bool { return target == ErrResetCo
 // invalid lease name or ResetOpts — nothing written; an error matching
 // ErrCommitUnknown when the connection failed during COMMIT (read the audit
 // table); or the database's error.
-func (f *Fence) ResetFence(ctx context.Context, db Beginner, lease string, opts ResetOpts) (ResetResult, error) {
+func (f *Fence) FenceReset(ctx context.Context, db Beginner, lease string, opts ResetOpts) (ResetResult, error) {
 	if err := validReset(lease, opts); err != nil {
 		return ResetResult{}, err
 	}
@@ -127,7 +127,14 @@ func (f *Fence) ResetFence(ctx context.Context, db Beginner, lease string, opts 
 	return r, nil
 }
 
-// validReset checks ResetFence's input: every string it writes is storable and
+// ResetFence is FenceReset.
+//
+// Deprecated: use FenceReset.
+func (f *Fence) ResetFence(ctx context.Context, db Beginner, lease string, opts ResetOpts) (ResetResult, error) {
+	return f.FenceReset(ctx, db, lease, opts)
+}
+
+// validReset checks FenceReset's input: every string it writes is storable and
 // bounded, and the revisions make sense.
 func validReset(lease string, o ResetOpts) error {
 	if err := coord.ValidateLease(lease); err != nil {

@@ -59,7 +59,7 @@ func TestForgedTokenFencesOutUntilReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := f.ResetFence(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice@ops", Reason: "INC-42: forged token\nfrom a test box", ExpectHighest: highest})
+	r, err := f.FenceReset(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice@ops", Reason: "INC-42: forged token\nfrom a test box", ExpectHighest: highest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestForgedTokenFencesOutUntilReset(t *testing.T) {
 		t.Fatalf("no WARN log of the reset: %s", logs.String())
 	}
 	// Raising a fence (to fence out a rogue holder) and creating a row work the same way.
-	if r, err := pgfence.ResetFence(ctx, db.Pool, "/tenants/acme/elections/other", pgfence.ResetOpts{Actor: "bob", Reason: "pin", ExpectHighest: 0, To: 500}); err != nil || r.Before != 0 || r.After != 500 {
+	if r, err := pgfence.FenceReset(ctx, db.Pool, "/tenants/acme/elections/other", pgfence.ResetOpts{Actor: "bob", Reason: "pin", ExpectHighest: 0, To: 500}); err != nil || r.Before != 0 || r.After != 500 {
 		t.Fatalf("ResetFence creating a row = %+v, %v (the default Config's table)", r, err)
 	}
 	if err := guard(ctx, f, db.Pool, tok(t, "/tenants/acme/elections/other@499")); !errors.Is(err, coord.ErrStaleToken) {
@@ -100,7 +100,7 @@ func TestResetFenceNeverClobbersARace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stale view: the operator saw 5.
-	_, err := f.ResetFence(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 5})
+	_, err := f.FenceReset(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 5})
 	var ce *pgfence.ResetConflictError
 	if !errors.As(err, &ce) || !errors.Is(err, pgfence.ErrResetConflict) || ce.Expected != 5 || ce.Actual != 7 {
 		t.Fatalf("reset with a stale expectation = %v, want *ResetConflictError{5, 7}", err)
@@ -116,7 +116,7 @@ func TestResetFenceNeverClobbersARace(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.ResetFence(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 7})
+		_, err := f.FenceReset(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 7})
 		done <- err
 	}()
 	waitBlocked(ctx, t, db.Pool, holder, done) // the reset waits for the holder's transaction
@@ -130,7 +130,7 @@ func TestResetFenceNeverClobbersARace(t *testing.T) {
 		t.Fatalf("highest %d after refused resets, want 8", h)
 	}
 	// A row that appeared is not clobbered by a reset expecting none.
-	if _, err := f.ResetFence(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 0, To: 3}); !errors.As(err, &ce) || ce.Actual != 8 {
+	if _, err := f.FenceReset(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 0, To: 3}); !errors.As(err, &ce) || ce.Actual != 8 {
 		t.Fatalf("reset expecting no row = %v, want a conflict with 8", err)
 	}
 	if got := auditRows(ctx, t, db.Pool); len(got) != 0 {
@@ -174,10 +174,10 @@ func TestResetFenceRefusesBadInput(t *testing.T) {
 		if c.opts != nil {
 			c.opts(&o)
 		}
-		_, err := f.ResetFence(ctx, db.Pool, c.lease, o)
+		_, err := f.FenceReset(ctx, db.Pool, c.lease, o)
 		var ce *pgfence.ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, pgfence.ErrInvalidConfig) || ce.Field != c.field {
-			t.Errorf("ResetFence(%q, %+v) = %v, want a *ConfigError for %s", c.lease, o, err, c.field)
+			t.Errorf("FenceReset(%q, %+v) = %v, want a *ConfigError for %s", c.lease, o, err, c.field)
 		}
 	}
 	if h, _ := f.Highest(ctx, db.Pool, lease); h != 9 {

@@ -39,7 +39,7 @@ func (a *Admin) Fences(ctx context.Context, prefix string, limit int) ([]Fence, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := a.fence.List(ctx, pool, &pgfence.ListOpts{Prefix: prefix, Limit: limit})
+	rows, err := a.fence.FenceList(ctx, pool, &pgfence.FenceListOpts{Prefix: prefix, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (a *Admin) Fence(ctx context.Context, lease string) (Fence, error) {
 	if err != nil {
 		return Fence{}, err
 	}
-	resets, err := a.fence.Resets(ctx, pool, lease, 20)
+	resets, err := a.fence.ResetList(ctx, pool, lease, &pgfence.ResetListOpts{Limit: 20})
 	if err != nil {
 		return Fence{}, err
 	}
@@ -74,14 +74,15 @@ func (a *Admin) Fence(ctx context.Context, lease string) (Fence, error) {
 }
 
 func (a *Admin) readFence(ctx context.Context, db pgfence.DBTX, lease string) (Fence, error) {
-	r, ok, err := a.fence.Get(ctx, db, lease)
-	if err != nil {
+	r, err := a.fence.FenceGet(ctx, db, lease)
+	f := Fence{Lease: lease, Version: "0"}
+	switch {
+	case errors.Is(err, pgfence.ErrNotFound):
+		return f, nil
+	case err != nil:
 		return Fence{}, err
 	}
-	f := Fence{Lease: lease, Version: "0"}
-	if ok {
-		f.Highest, f.UpdatedAt, f.Version = r.Revision, r.UpdatedAt, strconv.FormatInt(r.Revision, 10)
-	}
+	f.Highest, f.UpdatedAt, f.Version = r.Revision, r.UpdatedAt, strconv.FormatInt(r.Revision, 10)
 	return f, nil
 }
 
@@ -106,13 +107,13 @@ func (a *Admin) FenceReset(ctx context.Context, lease string, to int64, req Requ
 		gone: func(error) bool { return false },
 		apply: func(ctx context.Context, tx pgx.Tx, before any) error {
 			expect := before.(Fence).Highest
-			if req.DryRun { // ResetFence logs a reset it believes done: predict instead
+			if req.DryRun { // FenceReset logs a reset it believes done: predict instead
 				if to == expect {
 					return fmt.Errorf("coordctl: fence reset: the row already holds %d", to)
 				}
 				return nil
 			}
-			_, err := a.fence.ResetFence(ctx, tx, lease, pgfence.ResetOpts{Actor: req.Actor, Reason: req.Reason, ExpectHighest: expect, To: to})
+			_, err := a.fence.FenceReset(ctx, tx, lease, pgfence.ResetOpts{Actor: req.Actor, Reason: req.Reason, ExpectHighest: expect, To: to})
 			var rc *pgfence.ResetConflictError
 			if errors.As(err, &rc) { // a guard wrote between our read and the reset
 				return &ConflictError{Action: "fence.reset", Target: lease, Expected: strconv.FormatInt(expect, 10),

@@ -36,12 +36,12 @@ func (a *Admin) Idem(ctx context.Context, scope, key string) (IdemKey, error) {
 	if err != nil {
 		return IdemKey{}, err
 	}
-	st, ok, err := s.Inspect(ctx, idempotency.Key{Scope: scope, ID: key})
+	st, err := s.KeyGet(ctx, idempotency.Key{Scope: scope, ID: key})
+	if errors.Is(err, idempotency.ErrNotFound) {
+		return IdemKey{}, fmt.Errorf("%w: idempotency key %s", ErrNotFound, idempotency.Key{Scope: scope, ID: key})
+	}
 	if err != nil {
 		return IdemKey{}, err
-	}
-	if !ok {
-		return IdemKey{}, fmt.Errorf("%w: idempotency key %s", ErrNotFound, idempotency.Key{Scope: scope, ID: key})
 	}
 	k := IdemKey{Scope: scope, Key: key, State: "in_progress", Fingerprint: st.Fingerprint, Operation: st.Operation,
 		RecoveryPoint: st.RecoveryPoint, LockedUntil: st.LockedUntil, ResponseStatus: st.ResponseStatus,

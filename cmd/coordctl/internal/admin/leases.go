@@ -48,7 +48,7 @@ func (a *Admin) Leases(ctx context.Context, tenant string) ([]Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	states, err := correctnesslease.List(ctx, cli, tenant)
+	states, err := correctnesslease.LeaseList(ctx, cli, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (a *Admin) Lease(ctx context.Context, tenant, name string) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	s, err := correctnesslease.Get(ctx, cli, tenant, name)
+	s, err := correctnesslease.LeaseGet(ctx, cli, tenant, name)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -105,7 +105,7 @@ func (a *Admin) addFences(ctx context.Context, ls []Lease) {
 			prefix = ls[0].Lease
 		}
 		var rows []pgfence.Row
-		if rows, err = a.fence.List(ctx, pool, &pgfence.ListOpts{Prefix: prefix, Limit: pgfence.MaxListLimit}); err == nil {
+		if rows, err = a.fence.FenceList(ctx, pool, &pgfence.FenceListOpts{Prefix: prefix, Limit: pgfence.MaxListLimit}); err == nil {
 			highest := make(map[string]int64, len(rows))
 			for _, r := range rows {
 				highest[r.Lease] = r.Revision

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/coordkit/coordkit/membership"
@@ -42,12 +43,15 @@ func (a *Admin) Members(ctx context.Context, tenant, service string) ([]Service,
 	}
 	var views []membership.View
 	if service != "" {
-		v, err := membership.List(ctx, cli, tenant, service)
+		v, err := membership.ServiceGet(ctx, cli, tenant, service)
+		if errors.Is(err, membership.ErrNotFound) { // nobody is registered: shown as such
+			v, err = membership.View{Tenant: tenant, Service: service, Members: []membership.Member{}}, nil
+		}
 		if err != nil {
 			return nil, err
 		}
 		views = []membership.View{v}
-	} else if views, err = membership.Services(ctx, cli, tenant); err != nil {
+	} else if views, err = membership.ServiceList(ctx, cli, tenant); err != nil {
 		return nil, err
 	}
 	out := make([]Service, 0, len(views))

@@ -86,12 +86,12 @@ func (a *Admin) Parked(ctx context.Context, limit int) ([]ParkedEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := a.ob.Parked(ctx, pool, limit)
+	res, err := a.ob.ParkedList(ctx, pool, &outbox.ParkedListOpts{Limit: limit, MaxPayload: maxPayloadShown})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ParkedEvent, 0, len(ps))
-	for _, p := range ps {
+	out := make([]ParkedEvent, 0, len(res.Events))
+	for _, p := range res.Events {
 		out = append(out, parkedOf(p))
 	}
 	return out, nil
@@ -99,7 +99,7 @@ func (a *Admin) Parked(ctx context.Context, limit int) ([]ParkedEvent, error) {
 
 func parkedOf(p outbox.ParkedEvent) ParkedEvent {
 	e := ParkedEvent{ID: p.ID.String(), Seq: p.Seq, Topic: p.Topic, Key: p.Key, Type: p.Type, Attempts: p.Attempts,
-		LastError: p.LastError, CreatedAt: p.CreatedAt, ParkedAt: p.ParkedAt, PayloadBytes: len(p.Payload), Headers: p.Headers,
+		LastError: p.LastError, CreatedAt: p.CreatedAt, ParkedAt: p.ParkedAt, PayloadBytes: p.PayloadBytes, Headers: p.Headers,
 		Version: version(p.ID.String(), strconv.FormatInt(p.ParkedAt.UnixMicro(), 10), strconv.Itoa(p.Attempts))}
 	shown := p.Payload[:min(len(p.Payload), maxPayloadShown)]
 	for len(shown) > 0 && !utf8.Valid(shown) { // a rune cut by the bound
@@ -109,8 +109,8 @@ func parkedOf(p outbox.ParkedEvent) ParkedEvent {
 	return e
 }
 
-// ParkedEvent returns one parked event (ErrNotParked if it is not). It reads
-// through LockParkedTx in a transaction it rolls back at once.
+// ParkedEvent returns one parked event (outbox.ErrNotFound if it is not). It reads
+// through ParkedLockTx in a transaction it rolls back at once.
 func (a *Admin) ParkedEvent(ctx context.Context, idText string) (ParkedEvent, error) {
 	id, err := outbox.ParseID(idText)
 	if err != nil {
@@ -122,7 +122,7 @@ func (a *Admin) ParkedEvent(ctx context.Context, idText string) (ParkedEvent, er
 	}
 	var e ParkedEvent
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		p, err := a.ob.LockParkedTx(ctx, tx, id)
+		p, err := a.ob.ParkedLockTx(ctx, tx, id)
 		e = parkedOf(p)
 		return err
 	})
@@ -131,12 +131,12 @@ func (a *Admin) ParkedEvent(ctx context.Context, idText string) (ParkedEvent, er
 
 // Requeue moves a parked event back into the outbox.
 func (a *Admin) Requeue(ctx context.Context, id string, req Request) (Change, error) {
-	return a.parkedMutation(ctx, "outbox.requeue", id, req, a.ob.Requeue)
+	return a.parkedMutation(ctx, "outbox.requeue", id, req, a.ob.ParkedRequeue)
 }
 
 // Discard deletes a parked event for good; its key's later events flow.
 func (a *Admin) Discard(ctx context.Context, id string, req Request) (Change, error) {
-	return a.parkedMutation(ctx, "outbox.discard", id, req, a.ob.Discard)
+	return a.parkedMutation(ctx, "outbox.discard", id, req, a.ob.ParkedDiscard)
 }
 
 func (a *Admin) parkedMutation(ctx context.Context, action, idText string, req Request,
@@ -148,14 +148,14 @@ func (a *Admin) parkedMutation(ctx context.Context, action, idText string, req R
 	return a.mutate(ctx, op{
 		action: action, target: id.String(),
 		lock: func(ctx context.Context, tx pgx.Tx) (any, string, error) {
-			p, err := a.ob.LockParkedTx(ctx, tx, id)
+			p, err := a.ob.ParkedLockTx(ctx, tx, id)
 			if err != nil {
 				return nil, "", err
 			}
 			e := parkedOf(p)
 			return e, e.Version, nil
 		},
-		gone: func(err error) bool { return errors.Is(err, outbox.ErrNotParked) },
+		gone: func(err error) bool { return errors.Is(err, outbox.ErrNotFound) },
 		apply: func(ctx context.Context, tx pgx.Tx, _ any) error {
 			if err := apply(ctx, tx, id); err != nil {
 				return fmt.Errorf("%s: %w", action, err)
@@ -163,9 +163,9 @@ func (a *Admin) parkedMutation(ctx context.Context, action, idText string, req R
 			return nil
 		},
 		after: func(ctx context.Context, tx pgx.Tx) (any, error) {
-			_, err := a.ob.LockParkedTx(ctx, tx, id)
+			_, err := a.ob.ParkedLockTx(ctx, tx, id)
 			switch {
-			case errors.Is(err, outbox.ErrNotParked):
+			case errors.Is(err, outbox.ErrNotFound):
 				return ParkedOutcome{ID: id.String(), Parked: false, Requeued: action == "outbox.requeue"}, nil
 			case err != nil:
 				return nil, err

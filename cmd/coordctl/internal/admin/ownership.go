@@ -54,13 +54,13 @@ func (a *Admin) Ownership(ctx context.Context, tenant, group string) ([]Ownershi
 	}
 	refs := []ownership.GroupRef{{Tenant: tenant, Group: group}}
 	if group == "" {
-		if refs, err = ownership.Groups(ctx, cli, tenant); err != nil {
+		if refs, err = ownership.GroupList(ctx, cli, tenant); err != nil {
 			return nil, err
 		}
 	}
 	out := make([]OwnershipMap, 0, len(refs))
 	for _, r := range refs {
-		m, err := ownership.Snapshot(ctx, cli, r.Tenant, r.Group)
+		m, err := ownership.GroupGet(ctx, cli, r.Tenant, r.Group)
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +74,7 @@ func ownershipMapOf(m ownership.Map) OwnershipMap {
 		Revision: m.Revision, Members: make([]OwnershipOwner, 0, len(m.Members)), Owners: make([]PartitionOwner, 0, len(m.Owners))}
 	owns := map[string]int{}
 	for _, a := range m.Owners {
-		lease, _ := coord.Key(m.Tenant, coord.KindElections, ownership.LeaseName(m.Group, a.Partition)) // valid: Snapshot checked the names
+		lease, _ := coord.Key(m.Tenant, coord.KindElections, ownership.LeaseName(m.Group, a.Partition)) // valid: GroupGet checked the names
 		p := PartitionOwner{Partition: a.Partition, Owner: a.Owner, Target: a.Target, Lease: lease, Waiting: a.Waiting}
 		if a.Owner != "" {
 			p.Token, p.SinceRevision = lease+"@"+strconv.FormatInt(a.Revision, 10), a.Revision

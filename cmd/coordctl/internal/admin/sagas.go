@@ -78,14 +78,15 @@ func (a *Admin) Sagas(ctx context.Context, f SagaFilter) ([]Saga, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &saga.ListOpts{Type: f.Type, OlderThan: f.OlderThan, Limit: f.Limit}
+	opts := &saga.SagaListOpts{Type: f.Type, OlderThan: f.OlderThan, Limit: f.Limit}
 	for _, s := range f.States {
 		opts.States = append(opts.States, saga.State(s))
 	}
-	infos, err := c.List(ctx, opts)
+	res, err := c.SagaList(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
+	infos := res.Sagas
 	out := make([]Saga, 0, len(infos))
 	for _, i := range infos {
 		out = append(out, a.sagaOf(i, false))
@@ -99,7 +100,7 @@ func (a *Admin) Saga(ctx context.Context, id string) (Saga, error) {
 	if err != nil {
 		return Saga{}, err
 	}
-	i, err := c.Get(ctx, id)
+	i, err := c.SagaGet(ctx, id)
 	if err != nil {
 		return Saga{}, err
 	}
@@ -218,7 +219,7 @@ func stepStatus(i saga.Info, n, failed int) string {
 // SagaRetry makes a running or compensating saga due now.
 func (a *Admin) SagaRetry(ctx context.Context, id string, req Request) (Change, error) {
 	return a.sagaMutation(ctx, "saga.retry", id, req, func(ctx context.Context, c *saga.Client, tx pgx.Tx) error {
-		return c.RetryNowTx(ctx, tx, id)
+		return c.SagaRetryTx(ctx, tx, id)
 	})
 }
 
@@ -226,14 +227,14 @@ func (a *Admin) SagaRetry(ctx context.Context, id string, req Request) (Change, 
 // retry, skip); the reason is also the saga's resolution note.
 func (a *Admin) SagaResolve(ctx context.Context, id string, how saga.Resolution, req Request) (Change, error) {
 	return a.sagaMutation(ctx, "saga.resolve."+string(how), id, req, func(ctx context.Context, c *saga.Client, tx pgx.Tx) error {
-		return c.ResolveTx(ctx, tx, id, how, req.Actor+": "+req.Reason)
+		return c.SagaResolveTx(ctx, tx, id, how, req.Actor+": "+req.Reason)
 	})
 }
 
 // SagaCancel stops a running saga before its pivot and compensates it.
 func (a *Admin) SagaCancel(ctx context.Context, id string, req Request) (Change, error) {
 	return a.sagaMutation(ctx, "saga.cancel", id, req, func(ctx context.Context, c *saga.Client, tx pgx.Tx) error {
-		return c.CancelTx(ctx, tx, id, req.Actor+": "+req.Reason)
+		return c.SagaCancelTx(ctx, tx, id, req.Actor+": "+req.Reason)
 	})
 }
 
@@ -244,7 +245,7 @@ func (a *Admin) sagaMutation(ctx context.Context, action, id string, req Request
 		return Change{}, err
 	}
 	read := func(ctx context.Context, tx pgx.Tx) (Saga, string, error) {
-		i, err := c.LockTx(ctx, tx, id)
+		i, err := c.SagaLockTx(ctx, tx, id)
 		if err != nil {
 			return Saga{}, "", err
 		}
@@ -281,7 +282,7 @@ func (a *Admin) SagaSummaries(ctx context.Context) ([]SagaSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts, err := c.Summary(ctx)
+	counts, err := c.SagaCount(ctx, &saga.SagaListOpts{States: []saga.State{saga.StateRunning, saga.StateCompensating, saga.StateNeedsHuman}})
 	if err != nil {
 		return nil, err
 	}

@@ -330,7 +330,7 @@ func TestMutationsAreConfirmedAuditedAndCompareAndSet(t *testing.T) {
 	if ch.AuditID == 0 || ch.Action != "outbox.requeue" {
 		t.Fatalf("requeue = %+v", ch)
 	}
-	if _, errs, code := r.run("outbox", "parked", "requeue", id, "--reason", "again", "--confirm"); code != cli.ExitError || !strings.Contains(errs, "not parked") {
+	if _, errs, code := r.run("outbox", "parked", "requeue", id, "--reason", "again", "--confirm"); code != cli.ExitError || !strings.Contains(errs, "not found") {
 		t.Fatalf("second requeue: exit %d %s", code, errs)
 	}
 	var pending bool

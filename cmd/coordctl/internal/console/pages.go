@@ -15,6 +15,7 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/audit"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/view"
+	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/ownership"
@@ -122,9 +123,10 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, admin.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, saga.ErrNotFound), errors.Is(err, admin.ErrNotFound):
+	case errors.Is(err, saga.ErrNotFound), errors.Is(err, admin.ErrNotFound), errors.Is(err, outbox.ErrNotFound),
+		errors.Is(err, correctnesslease.ErrNotFound), errors.Is(err, membership.ErrNotFound), errors.Is(err, ownership.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, saga.ErrWrongState), errors.Is(err, saga.ErrPastPivot), errors.Is(err, outbox.ErrNotParked):
+	case errors.Is(err, saga.ErrWrongState), errors.Is(err, saga.ErrPastPivot):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, audit.ErrInvalid), errors.Is(err, saga.ErrInvalidConfig), errors.Is(err, membership.ErrInvalidConfig),
 		errors.Is(err, ownership.ErrInvalidConfig), errors.Is(err, errBadForm):

@@ -167,7 +167,7 @@ func (e *Env) seedLeases(t testing.TB) {
 	go func() { defer close(waited); _, _ = correctnesslease.Acquire(wctx, b, LeaseName) }()
 	t.Cleanup(func() { stop(); <-waited })
 	Wait(t, "the second session queued behind the holder", func() bool {
-		l, err := correctnesslease.Get(ctx, e.Cli, Tenant, LeaseName)
+		l, err := correctnesslease.LeaseGet(ctx, e.Cli, Tenant, LeaseName)
 		return err == nil && l.Waiters() == 1
 	})
 	must(t, pgfence.Exec(ctx, e.DB.Pool, e.Holder.Token(), func(context.Context, pgx.Tx) error { return nil }))
@@ -206,7 +206,7 @@ func (e *Env) SeedOwnership(t testing.TB) {
 	e.WaitSettled(t, AbandonedGroup, AbandonedPartitions, 1)
 	must(t, gone.Close())
 	Wait(t, AbandonedGroup+"'s partitions and member key released", func() bool {
-		m, err := ownership.Snapshot(Ctx(t), e.Cli, Tenant, AbandonedGroup)
+		m, err := ownership.GroupGet(Ctx(t), e.Cli, Tenant, AbandonedGroup)
 		return err == nil && m.Unowned() == AbandonedPartitions && len(m.Members) == 0
 	})
 }
@@ -246,7 +246,7 @@ func (e *Env) WaitSettled(t testing.TB, group string, p, members int) {
 	t.Helper()
 	ctx := Ctx(t)
 	Wait(t, fmt.Sprintf("%s's %d partitions held by its %d members as the target assigns them", group, p, members), func() bool {
-		m, err := ownership.Snapshot(ctx, e.Cli, Tenant, group)
+		m, err := ownership.GroupGet(ctx, e.Cli, Tenant, group)
 		if err != nil || m.Partitions != p || len(m.Members) != members || m.Unowned() != 0 {
 			return false
 		}
