@@ -166,7 +166,7 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 		return nil, fmt.Errorf("correctnesslease: acquire %s: %w", prefix, lost)
 	}
 	s.in.acquired(prefix)
-	span.SetAttributes(attribute.Int64("coord.token_revision", l.rev))
+	span.SetAttributes(attribute.Int64(attrTokenRevision, l.rev))
 	return l, nil
 }
 

@@ -46,9 +46,9 @@ func TestStepDownAlertAgreesWithDocs(t *testing.T) {
 			}
 		}
 	}
-	m := regexp.MustCompile(`coord_lease_step_downs_total\{coord_reason=~"([^"]+)"\}\[1h\]\)\) > (\d+)$`).FindStringSubmatch(expr)
+	m := regexp.MustCompile(`coordkit_correctnesslease_step_downs_total\{coordkit_reason=~"([^"]+)"\}\[1h\]\)\) > (\d+)$`).FindStringSubmatch(expr)
 	if m == nil || severity == "" {
-		t.Fatalf("%s: expr %q (severity %q) is not a per-hour count of step-downs by coord_reason with a threshold", alert, expr, severity)
+		t.Fatalf("%s: expr %q (severity %q) is not a per-hour count of step-downs by coordkit_reason with a threshold", alert, expr, severity)
 	}
 	selector, threshold := m[1], m[2]
 	var want []string
@@ -113,7 +113,7 @@ func TestStepDownAlertAgreesWithDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(rb), `coord_reason=~"`+selector+`"`) {
-		t.Errorf("the runbook's query does not use the rule's selector coord_reason=~%q", selector)
+	if !strings.Contains(string(rb), `coordkit_reason=~"`+selector+`"`) {
+		t.Errorf("the runbook's query does not use the rule's selector coordkit_reason=~%q", selector)
 	}
 }

@@ -24,7 +24,7 @@ const (
 	MinTTL = 2 * time.Second
 	MaxTTL = 60 * time.Second
 	// DefaultMaxLeaseLabels is how many distinct lease names a Session reports
-	// in the coord.lease metric attribute before it reports "other".
+	// in the coordkit.lease metric attribute before it reports "other".
 	DefaultMaxLeaseLabels = 100
 )
 
@@ -55,7 +55,7 @@ type Config struct {
 	// Logger receives step-downs and keepalive failures. Default slog.Default().
 	Logger *slog.Logger
 
-	// MeterProvider for the coord.lease.* and coord.session.* metrics. Default
+	// MeterProvider for the coordkit.correctnesslease.* metrics. Default
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 
@@ -63,7 +63,7 @@ type Config struct {
 	// otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
 
-	// MaxLeaseLabels bounds the distinct values of the coord.lease attribute on
+	// MaxLeaseLabels bounds the distinct values of the coordkit.lease attribute on
 	// this session's metrics: the first MaxLeaseLabels lease names get their own
 	// value, later ones are reported as "other" (logs and spans always carry the
 	// full name). Default DefaultMaxLeaseLabels; must not be negative.

@@ -14,7 +14,7 @@ import (
 )
 
 // leaseLabels returns, per metric name, the sum of its data points by the value
-// of their coord.lease attribute.
+// of their coordkit.lease attribute.
 func leaseLabels(t *testing.T, r *sdkmetric.ManualReader) map[string]map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -50,7 +50,7 @@ func leaseLabels(t *testing.T, r *sdkmetric.ManualReader) map[string]map[string]
 }
 
 // TestLeaseLabelCardinalityIsBounded: every distinct lease name would be a new
-// coord.lease label value, an unbounded time series count for a caller that
+// coordkit.lease label value, an unbounded time series count for a caller that
 // derives names from data. Past DefaultMaxLeaseLabels distinct names the metrics
 // report "other"; nothing is lost from the counts.
 func TestLeaseLabelCardinalityIsBounded(t *testing.T) {
@@ -77,9 +77,9 @@ func TestLeaseLabelCardinalityIsBounded(t *testing.T) {
 		}
 		t.Logf("%s: %d label values, total %d, other %d", metric, len(byLease), total, byLease["other"])
 		if len(byLease) > 101 {
-			t.Errorf("%s has %d coord.lease values for %d names, want at most 100 and \"other\"", metric, len(byLease), names)
+			t.Errorf("%s has %d coordkit.lease values for %d names, want at most 100 and \"other\"", metric, len(byLease), names)
 		}
-		if metric == coord.MetricLeaseAcquisitions && (total != names || byLease["other"] != names-100) {
+		if metric == "coordkit.correctnesslease.acquisitions" && (total != names || byLease["other"] != names-100) {
 			t.Errorf("%s: total %d (other %d), want %d (other %d)", metric, total, byLease["other"], names, names-100)
 		}
 	}

@@ -35,7 +35,7 @@ func failedKeepalives(t *testing.T, r *sdkmetric.ManualReader) int64 {
 	var n int64
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == coord.MetricKeepaliveRPCs {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "coordkit.correctnesslease.keepalives" {
 				for _, dp := range d.DataPoints {
 					if v, _ := dp.Attributes.Value(attribute.Key(coord.AttrOutcome)); v.AsString() == "error" {
 						n += dp.Value

@@ -106,7 +106,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 		cancel()
 		return nil, fmt.Errorf("correctnesslease: attach session key: %w", err)
 	}
-	span.SetAttributes(attribute.String("etcd.lease_id", strconv.FormatInt(int64(grant.ID), 16)))
+	span.SetAttributes(attribute.String(attrLeaseID, strconv.FormatInt(int64(grant.ID), 16)))
 	s.start(sent)
 	cfg.Logger.Debug("correctnesslease: session started", "tenant", cfg.Tenant, "lease_id", strconv.FormatInt(int64(grant.ID), 16), "ttl", cfg.TTL)
 	return s, nil

@@ -62,7 +62,7 @@ func TestTelemetry(t *testing.T) {
 			case metricdata.Sum[int64]:
 				for _, dp := range d.DataPoints {
 					sums[m.Name] += dp.Value
-					if m.Name == coord.MetricLeaseStepDowns {
+					if m.Name == "coordkit.correctnesslease.step_downs" {
 						v, _ := dp.Attributes.Value(attribute.Key(coord.AttrReason))
 						stepReason = v.AsString()
 					}
@@ -74,9 +74,9 @@ func TestTelemetry(t *testing.T) {
 			}
 		}
 	}
-	if sums[coord.MetricLeaseAcquisitions] != 1 || sums[coord.MetricLeaseStepDowns] != 1 ||
-		stepReason != string(coord.LossRenewalDeadline) || sums[coord.MetricKeepaliveRPCs] < 2 ||
-		hists[coord.MetricLeaseRenewLatency] < 1 || hists[coord.MetricLeaseHeldSeconds] != 1 {
+	if sums["coordkit.correctnesslease.acquisitions"] != 1 || sums["coordkit.correctnesslease.step_downs"] != 1 ||
+		stepReason != string(coord.LossRenewalDeadline) || sums["coordkit.correctnesslease.keepalives"] < 2 ||
+		hists["coordkit.correctnesslease.renewal.duration"] < 1 || hists["coordkit.correctnesslease.hold.duration"] != 1 {
 		t.Fatalf("metrics: sums %v, histograms %v, step-down reason %q", sums, hists, stepReason)
 	}
 	names := map[string]bool{}

@@ -1,6 +1,6 @@
 // Package deploy_test validates the alert rules and the dashboard shipped in deploy/:
-// they parse, and every metric they reference is declared in coord/telemetry.go AND
-// emitted by some SDK package (its constant is used outside coord).
+// they parse, and every metric they reference is an instrument some SDK package
+// creates (its name a constant beside the package, its unit from metric.WithUnit).
 package deploy_test
 
 import (
@@ -19,78 +19,103 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// sdkMetrics maps the Prometheus base name of every metric constant in
-// coord/telemetry.go to the constant's name.
-func sdkMetrics(t *testing.T) map[string]string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "../coord/telemetry.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Metric") {
-			return true
-		}
-		lit, ok := vs.Values[0].(*ast.BasicLit)
-		if !ok {
-			return true
-		}
-		v, _ := strconv.Unquote(lit.Value)
-		out[strings.ReplaceAll(v, ".", "_")] = vs.Names[0].Name
-		return true
-	})
-	if len(out) < 10 {
-		t.Fatalf("found only %d metric constants", len(out))
-	}
-	return out
-}
+// instrumentCtors are the OpenTelemetry meter methods that create an instrument.
+var instrumentCtors = regexp.MustCompile(`^(Int64|Float64)(Observable)?(Counter|UpDownCounter|Histogram|Gauge)$`)
 
-// usedConstants returns the coord.MetricX identifiers referenced by non-test Go
-// files of the SDK outside coord/ itself.
-func usedConstants(t *testing.T) map[string]bool {
+// sdkMetrics maps the Prometheus base name of every instrument an SDK package
+// creates (in its metrics.go: the name is a constant of the package, the unit a
+// metric.WithUnit option) to its OpenTelemetry name, and returns the attribute
+// keys (every other "coordkit." constant) as Prometheus labels.
+func sdkMetrics(t *testing.T) (metrics map[string]string, labels map[string]bool) {
 	t.Helper()
-	used := map[string]bool{}
-	re := regexp.MustCompile(`coord\.(Metric[A-Za-z]+)`)
+	metrics, labels = map[string]string{}, map[string]bool{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
 			switch d.Name() {
-			case "testdata", ".git", "bench", "cmd", "reliability":
+			case "testdata", ".git", "bench", "cmd", "reliability", "testing", "scripts":
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(path, "../coord/") && !strings.HasPrefix(path, "../coord/quotakv/") {
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		b, err := os.ReadFile(path)
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 		if err != nil {
 			return err
 		}
-		for _, m := range re.FindAllSubmatch(b, -1) {
-			used[string(m[1])] = true
+		consts := map[string]string{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok {
+				for i, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						consts[vs.Names[i].Name], _ = strconv.Unquote(lit.Value)
+					}
+				}
+			}
+			return true
+		})
+		names := map[string]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || !instrumentCtors.MatchString(sel.Sel.Name) {
+				return true
+			}
+			id, ok := call.Args[0].(*ast.Ident)
+			if !ok || consts[id.Name] == "" {
+				return true
+			}
+			name, unit := consts[id.Name], ""
+			for _, a := range call.Args[1:] {
+				if c, ok := a.(*ast.CallExpr); ok && len(c.Args) == 1 {
+					if s, ok := c.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "WithUnit" {
+						if lit, ok := c.Args[0].(*ast.BasicLit); ok {
+							unit, _ = strconv.Unquote(lit.Value)
+						}
+					}
+				}
+			}
+			base := strings.ReplaceAll(name, ".", "_")
+			if unit == "s" {
+				base += "_seconds"
+			}
+			metrics[base] = name
+			names[name] = true
+			return true
+		})
+		for _, v := range consts {
+			if strings.HasPrefix(v, "coordkit.") && !names[v] {
+				labels[strings.ReplaceAll(v, ".", "_")] = true
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return used
+	if len(metrics) < 10 {
+		t.Fatalf("found only %d instruments", len(metrics))
+	}
+	return metrics, labels
 }
 
-var metricRef = regexp.MustCompile(`\b((?:coord|outbox|saga|idempotency|efficiencylock|failstatic|schedule)_[a-z0-9_]+)\b`)
+var metricRef = regexp.MustCompile(`\bcoordkit_[a-z0-9_]+\b`)
 
-// checkExpr asserts that every metric in a PromQL expression is emitted by the SDK.
-func checkExpr(t *testing.T, where, expr string, metrics map[string]string, used map[string]bool) int {
+// checkExpr asserts that every metric in a PromQL expression is one an SDK
+// package creates.
+func checkExpr(t *testing.T, where, expr string, metrics map[string]string, labels map[string]bool) int {
 	t.Helper()
 	n := 0
 	for _, m := range metricRef.FindAllString(expr, -1) {
-		if m == "coord_lease" || m == "coord_tenant" || m == "coord_reason" || m == "coord_outcome" || m == "saga_type" || m == "saga_state" || m == "outbox_consumer" || m == "schedule_job" {
-			continue // attribute labels
+		if labels[m] {
+			continue
 		}
 		base := m
 		for _, suf := range []string{"_total", "_bucket", "_sum", "_count"} {
@@ -98,13 +123,9 @@ func checkExpr(t *testing.T, where, expr string, metrics map[string]string, used
 				base = strings.TrimSuffix(base, suf)
 			}
 		}
-		name, ok := metrics[base]
-		if !ok {
-			t.Errorf("%s: metric %s is not declared in coord/telemetry.go", where, m)
+		if _, ok := metrics[base]; !ok {
+			t.Errorf("%s: metric %s is not an instrument of any SDK package", where, m)
 			continue
-		}
-		if !used[name] {
-			t.Errorf("%s: metric %s (coord.%s) is declared but no SDK package emits it", where, m, name)
 		}
 		n++
 	}
@@ -112,7 +133,7 @@ func checkExpr(t *testing.T, where, expr string, metrics map[string]string, used
 }
 
 func TestAlertRules(t *testing.T) {
-	metrics, used := sdkMetrics(t), usedConstants(t)
+	metrics, labels := sdkMetrics(t)
 	b, err := os.ReadFile("prometheus/alerts.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +153,8 @@ func TestAlertRules(t *testing.T) {
 	if err := yaml.UnmarshalStrict(b, &file); err != nil {
 		t.Fatalf("alerts.yaml is not a valid rule file: %v", err)
 	}
-	want := map[string]bool{"coord_fence_rejected": false, "outbox_publish_lag_ms": false, "saga_state_age_seconds": false,
-		"saga_compensation_failures": false, "coord_client_staleness_seconds": false, "coord_lease_step_downs": false}
+	want := map[string]bool{"coordkit_pgfence_rejected": false, "coordkit_outbox_publish_lag_seconds": false, "coordkit_saga_state_age_seconds": false,
+		"coordkit_saga_compensation_failures": false, "coordkit_failstatic_staleness_seconds": false, "coordkit_correctnesslease_step_downs": false}
 	rules := 0
 	for _, g := range file.Groups {
 		for _, r := range g.Rules {
@@ -145,7 +166,7 @@ func TestAlertRules(t *testing.T) {
 			if strings.Count(r.Expr, "(") != strings.Count(r.Expr, ")") {
 				t.Errorf("%s: unbalanced parentheses in %q", where, r.Expr)
 			}
-			if checkExpr(t, where, r.Expr, metrics, used) == 0 {
+			if checkExpr(t, where, r.Expr, metrics, labels) == 0 {
 				t.Errorf("%s: references no coordkit metric", where)
 			}
 			for m := range want {
@@ -164,7 +185,7 @@ func TestAlertRules(t *testing.T) {
 }
 
 func TestDashboard(t *testing.T) {
-	metrics, used := sdkMetrics(t), usedConstants(t)
+	metrics, labels := sdkMetrics(t)
 	b, err := os.ReadFile("grafana/coordkit.json")
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +211,7 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, q := range p.Targets {
-			if checkExpr(t, "panel "+p.Title, q.Expr, metrics, used) == 0 {
+			if checkExpr(t, "panel "+p.Title, q.Expr, metrics, labels) == 0 {
 				t.Errorf("panel %q: query %q references no coordkit metric", p.Title, q.Expr)
 			}
 		}

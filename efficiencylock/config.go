@@ -34,9 +34,9 @@ type Config struct {
 	// the context ends.
 	Retry RetryStrategy
 
-	// MeterProvider receives efficiencylock.acquisitions, .attempts,
+	// MeterProvider receives coordkit.efficiencylock.acquisitions, .attempts,
 	// .refresh_failures and .lost, each with the declared reason as attribute
-	// efficiencylock.reason. Default otel.GetMeterProvider().
+	// coordkit.efficiencylock.reason. Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 
 	// Logger receives lock losses (Warn) and acquisitions and releases (Debug),

@@ -44,7 +44,7 @@ func New(client Client, why Reason, cfg Config) (*Locker, error) {
 		why:    why,
 		cfg:    cfg,
 		in:     newInstruments(cfg.MeterProvider, why, cfg.Tenant),
-		log:    cfg.Logger.With(slog.String(coord.AttrLockWhy, why.String()), slog.String(coord.AttrTenant, cfg.Tenant)),
+		log:    cfg.Logger.With(slog.String(attrWhy, why.String()), slog.String(coord.AttrTenant, cfg.Tenant)),
 	}, nil
 }
 

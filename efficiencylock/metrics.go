@@ -8,7 +8,17 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Outcomes of an acquisition (attribute coord.outcome on efficiencylock.acquisitions).
+// Metric names and the lock's own attribute (docs/metrics.md).
+const (
+	metricAcquisitions    = "coordkit.efficiencylock.acquisitions"     // counter, attr outcome
+	metricAttempts        = "coordkit.efficiencylock.attempts"         // histogram: SET NX attempts per acquisition
+	metricRefreshFailures = "coordkit.efficiencylock.refresh_failures" // counter, attr reason
+	metricLost            = "coordkit.efficiencylock.lost"             // counter, attr reason
+
+	attrWhy = "coordkit.efficiencylock.reason" // the declared reason duplicates are harmless
+)
+
+// Outcomes of an acquisition (attribute coordkit.outcome on coordkit.efficiencylock.acquisitions).
 const (
 	outcomeAcquired    = "acquired"
 	outcomeNotAcquired = "not_acquired"
@@ -30,17 +40,17 @@ type instruments struct {
 func newInstruments(mp metric.MeterProvider, why Reason, tenant string) *instruments {
 	m := mp.Meter(coord.InstrumentationName + "/efficiencylock")
 	// The API's constructors return a usable no-op instrument alongside any error.
-	acq, _ := m.Int64Counter(coord.MetricLockAcquisitions,
+	acq, _ := m.Int64Counter(metricAcquisitions, metric.WithUnit("{call}"),
 		metric.WithDescription("Lock acquisition calls by outcome (acquired, not_acquired, error)"))
-	att, _ := m.Int64Histogram(coord.MetricLockAttempts,
+	att, _ := m.Int64Histogram(metricAttempts, metric.WithUnit("{attempt}"),
 		metric.WithDescription("SET NX attempts per acquisition call: contention"),
 		metric.WithExplicitBucketBoundaries(1, 2, 3, 5, 10, 20, 50, 100))
-	rf, _ := m.Int64Counter(coord.MetricLockRefreshFailures,
+	rf, _ := m.Int64Counter(metricRefreshFailures, metric.WithUnit("{refresh}"),
 		metric.WithDescription("Refreshes that did not extend the lock, by reason"))
-	lost, _ := m.Int64Counter(coord.MetricLockLost,
+	lost, _ := m.Int64Counter(metricLost, metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks lost before their holder released them, by reason"))
 	base := []attribute.KeyValue{
-		attribute.String(coord.AttrLockWhy, why.String()),
+		attribute.String(attrWhy, why.String()),
 		attribute.String(coord.AttrTenant, tenant),
 	}
 	with := func(outcome string) metric.AddOption {

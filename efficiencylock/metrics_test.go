@@ -122,26 +122,26 @@ func TestMetricsAndLogsCarryTheReason(t *testing.T) {
 		t.Fatalf("Refresh of a vanished lock = %v", err)
 	}
 
-	reason := attribute.String(coord.AttrLockWhy, why)
-	if v, _ := rec.sum(coord.MetricLockAcquisitions, reason, attribute.String(coord.AttrOutcome, "acquired")); v != 1 {
-		t.Errorf("%s{acquired} = %d, want 1", coord.MetricLockAcquisitions, v)
+	reason := attribute.String("coordkit.efficiencylock.reason", why)
+	if v, _ := rec.sum("coordkit.efficiencylock.acquisitions", reason, attribute.String(coord.AttrOutcome, "acquired")); v != 1 {
+		t.Errorf("%s{acquired} = %d, want 1", "coordkit.efficiencylock.acquisitions", v)
 	}
-	if v, _ := rec.sum(coord.MetricLockAcquisitions, reason, attribute.String(coord.AttrOutcome, "not_acquired")); v != 1 {
-		t.Errorf("%s{not_acquired} = %d, want 1", coord.MetricLockAcquisitions, v)
+	if v, _ := rec.sum("coordkit.efficiencylock.acquisitions", reason, attribute.String(coord.AttrOutcome, "not_acquired")); v != 1 {
+		t.Errorf("%s{not_acquired} = %d, want 1", "coordkit.efficiencylock.acquisitions", v)
 	}
-	if v, n := rec.sum(coord.MetricLockAttempts, reason); v != 1+3 || n != 2 {
-		t.Errorf("%s = %d over %d records, want 4 over 2 (1 + 3 attempts)", coord.MetricLockAttempts, v, n)
+	if v, n := rec.sum("coordkit.efficiencylock.attempts", reason); v != 1+3 || n != 2 {
+		t.Errorf("%s = %d over %d records, want 4 over 2 (1 + 3 attempts)", "coordkit.efficiencylock.attempts", v, n)
 	}
-	if v, _ := rec.sum(coord.MetricLockRefreshFailures, reason, attribute.String(coord.AttrReason, "gone")); v != 1 {
-		t.Errorf("%s{gone} = %d, want 1", coord.MetricLockRefreshFailures, v)
+	if v, _ := rec.sum("coordkit.efficiencylock.refresh_failures", reason, attribute.String(coord.AttrReason, "gone")); v != 1 {
+		t.Errorf("%s{gone} = %d, want 1", "coordkit.efficiencylock.refresh_failures", v)
 	}
-	if v, _ := rec.sum(coord.MetricLockLost, reason, attribute.String(coord.AttrTenant, db.Tenant)); v != 1 {
-		t.Errorf("%s = %d, want 1", coord.MetricLockLost, v)
+	if v, _ := rec.sum("coordkit.efficiencylock.lost", reason, attribute.String(coord.AttrTenant, db.Tenant)); v != 1 {
+		t.Errorf("%s = %d, want 1", "coordkit.efficiencylock.lost", v)
 	}
 	logMu.Lock()
 	out := logs.String()
 	logMu.Unlock()
-	for _, want := range []string{"efficiencylock: acquired", "efficiencylock: lock lost", `efficiencylock.reason="` + why + `"`} {
+	for _, want := range []string{"efficiencylock: acquired", "efficiencylock: lock lost", `coordkit.efficiencylock.reason="` + why + `"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}

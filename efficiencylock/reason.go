@@ -11,7 +11,7 @@ const MaxReasonLen = 256
 // Reason is the declaration, required by New, that duplicate execution of the work
 // guarded by a Locker is harmless. Build one with DuplicatesHarmless; the zero
 // Reason is rejected by New. The reason is attached to every metric and log line
-// of the Locker (attribute efficiencylock.reason).
+// of the Locker (attribute coordkit.efficiencylock.reason).
 type Reason struct {
 	why string
 }

@@ -91,7 +91,7 @@ type Config[T any] struct {
 	// Logger receives rejections, reconnects and state-file problems.
 	// Default slog.Default().
 	Logger *slog.Logger
-	// MeterProvider for coord.client.staleness_seconds and the counters.
+	// MeterProvider for coordkit.failstatic.staleness and the counters.
 	// Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 }

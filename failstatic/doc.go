@@ -14,7 +14,7 @@
 // revision, its source (live or disk) and its staleness: the time since the cache
 // was last confirmed current by a probe that does not depend on the watch stream
 // (a linearizable read compared with the cache). Staleness is exported as
-// coord.client.staleness_seconds. A key class may declare a maximum staleness
+// coordkit.failstatic.staleness. A key class may declare a maximum staleness
 // after which its keys fail closed with ErrStale while every other key keeps
 // serving.
 package failstatic

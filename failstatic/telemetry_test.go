@@ -37,7 +37,7 @@ func TestMetrics(t *testing.T) {
 		for _, m := range sm.Metrics {
 			switch d := m.Data.(type) {
 			case metricdata.Gauge[float64]:
-				if m.Name == coord.MetricClientStaleness && len(d.DataPoints) == 1 {
+				if m.Name == "coordkit.failstatic.staleness" && len(d.DataPoints) == 1 {
 					dp := d.DataPoints[0]
 					tenant, ok := dp.Attributes.Value(coord.AttrTenant)
 					if !ok || tenant.AsString() == "" || dp.Value < 0 || dp.Value > 5 {
@@ -46,13 +46,13 @@ func TestMetrics(t *testing.T) {
 					found[m.Name] = true
 				}
 			case metricdata.Sum[int64]:
-				if m.Name == coord.MetricConfigRejected && len(d.DataPoints) == 1 && d.DataPoints[0].Value == 1 {
+				if m.Name == "coordkit.failstatic.rejected_snapshots" && len(d.DataPoints) == 1 && d.DataPoints[0].Value == 1 {
 					found[m.Name] = true
 				}
 			}
 		}
 	}
-	for _, name := range []string{coord.MetricClientStaleness, coord.MetricConfigRejected} {
+	for _, name := range []string{"coordkit.failstatic.staleness", "coordkit.failstatic.rejected_snapshots"} {
 		if !found[name] {
 			t.Errorf("metric %s missing or wrong: %+v", name, rm.ScopeMetrics)
 		}

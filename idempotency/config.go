@@ -62,7 +62,7 @@ type Config struct {
 	// MeterProvider provides the metrics. Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 	// TracerProvider provides one span per Do, DoTx and Run, with the outcome as
-	// attribute coord.outcome. Default otel.GetTracerProvider().
+	// attribute coordkit.outcome. Default otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
 	// Logger receives warnings (completer and pruner failures). Default slog.Default().
 	Logger *slog.Logger

@@ -13,6 +13,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// Metric names (docs/metrics.md).
+const (
+	metricExecutions  = "coordkit.idempotency.executions"          // counter
+	metricReplays     = "coordkit.idempotency.replays"             // counter
+	metricConflicts   = "coordkit.idempotency.conflicts"           // counter: 409
+	metricMismatches  = "coordkit.idempotency.mismatches"          // counter: 422
+	metricInFlightAge = "coordkit.idempotency.in_flight.age"       // histogram
+	metricRecovered   = "coordkit.idempotency.completer.recovered" // counter
+)
+
 type instruments struct {
 	executions metric.Int64Counter
 	replays    metric.Int64Counter
@@ -29,22 +39,23 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	m := mp.Meter(coord.InstrumentationName + "/idempotency")
 	var in instruments
 	var err error
-	if in.executions, err = m.Int64Counter(coord.MetricIdemExecutions, metric.WithDescription("requests whose effect ran and committed")); err != nil {
+	if in.executions, err = m.Int64Counter(metricExecutions, metric.WithUnit("{request}"), metric.WithDescription("requests whose effect ran and committed")); err != nil {
 		return nil, err
 	}
-	if in.replays, err = m.Int64Counter(coord.MetricIdemReplays, metric.WithDescription("requests answered with a stored response")); err != nil {
+	if in.replays, err = m.Int64Counter(metricReplays, metric.WithUnit("{request}"), metric.WithDescription("requests answered with a stored response")); err != nil {
 		return nil, err
 	}
-	if in.conflicts, err = m.Int64Counter(coord.MetricIdemConflicts, metric.WithDescription("requests refused because a duplicate was in flight (409)")); err != nil {
+	if in.conflicts, err = m.Int64Counter(metricConflicts, metric.WithUnit("{request}"), metric.WithDescription("requests refused because a duplicate was in flight (409)")); err != nil {
 		return nil, err
 	}
-	if in.mismatches, err = m.Int64Counter(coord.MetricIdemMismatches, metric.WithDescription("keys reused with a different request (422)")); err != nil {
+	if in.mismatches, err = m.Int64Counter(metricMismatches, metric.WithUnit("{request}"), metric.WithDescription("keys reused with a different request (422)")); err != nil {
 		return nil, err
 	}
-	if in.inFlight, err = m.Float64Histogram(coord.MetricIdemInFlight, metric.WithUnit("ms"), metric.WithDescription("age of the in-flight request a duplicate ran into")); err != nil {
+	if in.inFlight, err = m.Float64Histogram(metricInFlightAge, metric.WithUnit("s"), metric.WithDescription("age of the in-flight request a duplicate ran into"),
+		metric.WithExplicitBucketBoundaries(0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300)); err != nil {
 		return nil, err
 	}
-	if in.recovered, err = m.Int64Counter(coord.MetricIdemRecoveries, metric.WithDescription("abandoned phased requests finished by the completer")); err != nil {
+	if in.recovered, err = m.Int64Counter(metricRecovered, metric.WithUnit("{request}"), metric.WithDescription("abandoned phased requests finished by the completer")); err != nil {
 		return nil, err
 	}
 	return &in, nil
@@ -81,5 +92,5 @@ func endSpan(sp trace.Span, res Result, err error) {
 func (in *instruments) conflict(ctx context.Context, age time.Duration, op string) {
 	attrs := metric.WithAttributes(attribute.String(coord.AttrOutcome, op))
 	in.conflicts.Add(ctx, 1, attrs)
-	in.inFlight.Record(ctx, float64(age)/float64(time.Millisecond), attrs)
+	in.inFlight.Record(ctx, age.Seconds(), attrs)
 }

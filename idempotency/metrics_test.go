@@ -61,11 +61,11 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	want := map[string]int64{
-		coord.MetricIdemExecutions: 2, // "m" and "busy" (DoTx counts when the effect ran)
-		coord.MetricIdemReplays:    1,
-		coord.MetricIdemMismatches: 1,
-		coord.MetricIdemConflicts:  1,
-		coord.MetricIdemInFlight:   1,
+		"coordkit.idempotency.executions":    2, // "m" and "busy" (DoTx counts when the effect ran)
+		"coordkit.idempotency.replays":       1,
+		"coordkit.idempotency.mismatches":    1,
+		"coordkit.idempotency.conflicts":     1,
+		"coordkit.idempotency.in_flight.age": 1,
 	}
 	for name, n := range want {
 		if got[name] != n {

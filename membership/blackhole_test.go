@@ -12,7 +12,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -68,7 +67,7 @@ func TestWatcherBlackholedDuringChurnAndCompaction(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	next := n
 	for round := range rounds {
-		relists := m.sum(coord.MetricMemberRelists)
+		relists := m.sum("coordkit.membership.relists")
 		holes := proxy.Stats().Blackholes
 		proxy.Blackhole()
 		res.Faults["watcher connection blackholed"] += proxy.Stats().Blackholes - holes
@@ -121,7 +120,7 @@ func TestWatcherBlackholedDuringChurnAndCompaction(t *testing.T) {
 		healed := time.Now()
 		waitFor(t, 30*time.Second, fmt.Sprintf("round %d: view equals etcd's set", round), func() bool { return viewEqualsTruth(t, w, cli, tenant) })
 		took := time.Since(healed)
-		got := m.sum(coord.MetricMemberRelists) - relists
+		got := m.sum("coordkit.membership.relists") - relists
 		t.Logf("round %d: converged %v after the heal, %d re-list(s); %d members", round, took.Round(time.Millisecond), got, len(w.View().Members))
 		if got != 1 {
 			t.Fatalf("round %d: %d re-lists for one compaction, want 1", round, got)

@@ -68,7 +68,7 @@ type SessionConfig struct {
 	// Default slog.Default().
 	Logger *slog.Logger
 
-	// MeterProvider for coord.membership.* and coord.session.keepalive_calls.
+	// MeterProvider for coord.membership.* and coordkit.membership.keepalives.
 	// Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 

@@ -142,7 +142,7 @@ func TestSessionSharesOneKeepalive(t *testing.T) {
 	for i := 1; i <= rounds; i++ {
 		clk.Advance(ttl / 3)
 		waitFor(t, 5*time.Second, "keepalive answered", func() bool {
-			return m.sum(coord.MetricKeepaliveRPCs, attribute.String(coord.AttrOutcome, "ok")) == int64(i)
+			return m.sum("coordkit.membership.keepalives", attribute.String(coord.AttrOutcome, "ok")) == int64(i)
 		})
 		if got := rpcs.keepalives.Load(); got != int64(i) {
 			t.Fatalf("after %d TTL/3 periods: %d keepalive RPCs", i, got)
@@ -185,7 +185,7 @@ func TestRegisteredTurnsFalseWhenUnconfirmed(t *testing.T) {
 	r := register(t, cli, membership.Config{Tenant: testTenant(t), Service: "api", Instance: "pod-1",
 		SessionConfig: membership.SessionConfig{TTL: ttl, KeepaliveTimeout: 200 * time.Millisecond, Clock: clk, MeterProvider: m}})
 	gauge := func() int64 {
-		return m.sum(coord.MetricMemberRegistered, attribute.String(coord.AttrInstance, "pod-1"))
+		return m.sum("coordkit.membership.registered", attribute.String("coordkit.membership.instance", "pod-1"))
 	}
 	if !r.Registered() || gauge() != 1 {
 		t.Fatal("not registered at start")

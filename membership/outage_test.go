@@ -188,7 +188,7 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	// instances in the middle of their re-registration.
 	observedAll := func() bool {
 		for i := range regs {
-			if ms[i].sum(coord.MetricKeepaliveRPCs, attribute.String(coord.AttrOutcome, "error")) == 0 {
+			if ms[i].sum("coordkit.membership.keepalives", attribute.String(coord.AttrOutcome, "error")) == 0 {
 				return false
 			}
 		}
@@ -214,7 +214,7 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	buckets := []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second}
 	var lastUp time.Time
 	for i, r := range regs {
-		if ms[i].sum(coord.MetricKeepaliveRPCs, attribute.String(coord.AttrOutcome, "error")) > 0 {
+		if ms[i].sum("coordkit.membership.keepalives", attribute.String(coord.AttrOutcome, "error")) > 0 {
 			observed++
 		}
 		st := r.Status()

@@ -134,8 +134,8 @@ func (s *Session) Register(ctx context.Context, cfg Config) (*Registration, erro
 
 func (s *Session) register(ctx context.Context, inst instance) (_ *Registration, err error) {
 	ctx, span := s.in.tracer.Start(ctx, "membership.Register", trace.WithAttributes(
-		attribute.String(coord.AttrTenant, inst.tenant), attribute.String(coord.AttrService, inst.service),
-		attribute.String(coord.AttrInstance, inst.name)))
+		attribute.String(coord.AttrTenant, inst.tenant), attribute.String(attrService, inst.service),
+		attribute.String(attrInstance, inst.name)))
 	defer func() {
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
@@ -149,8 +149,8 @@ func (s *Session) register(ctx context.Context, inst instance) (_ *Registration,
 		s:    s,
 		inst: inst,
 		attrs: attribute.NewSet(attribute.String(coord.AttrTenant, inst.tenant),
-			attribute.String(coord.AttrService, inst.service), attribute.String(coord.AttrInstance, inst.name)),
-		svc:     attribute.NewSet(attribute.String(coord.AttrTenant, inst.tenant), attribute.String(coord.AttrService, inst.service)),
+			attribute.String(attrService, inst.service), attribute.String(attrInstance, inst.name)),
+		svc:     attribute.NewSet(attribute.String(coord.AttrTenant, inst.tenant), attribute.String(attrService, inst.service)),
 		reqs:    make(chan *updateReq),
 		stopc:   make(chan struct{}),
 		done:    make(chan struct{}),
@@ -184,7 +184,7 @@ func (s *Session) register(ctx context.Context, inst instance) (_ *Registration,
 		}
 		return nil, fmt.Errorf("membership: register %s: %w", inst.key, etcderr.Classify(err))
 	}
-	span.SetAttributes(attribute.Int64("etcd.lease_id", int64(g.id)), attribute.Int64("etcd.create_revision", r.createRev))
+	span.SetAttributes(attribute.Int64(attrLeaseID, int64(g.id)), attribute.Int64(attrCreateRevision, r.createRev))
 	go r.run()
 	return r, nil
 }
@@ -329,8 +329,8 @@ func (r *Registration) Deregister(ctx context.Context) (err error) {
 	g, create := r.g, r.createRev
 	r.mu.Unlock()
 	ctx, span := r.s.in.tracer.Start(ctx, "membership.Deregister", trace.WithAttributes(
-		attribute.String(coord.AttrTenant, r.inst.tenant), attribute.String(coord.AttrService, r.inst.service),
-		attribute.String(coord.AttrInstance, r.inst.name)))
+		attribute.String(coord.AttrTenant, r.inst.tenant), attribute.String(attrService, r.inst.service),
+		attribute.String(attrInstance, r.inst.name)))
 	defer func() {
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())

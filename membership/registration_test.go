@@ -54,7 +54,7 @@ func TestRegisterAndDeregister(t *testing.T) {
 	if err != nil || ttl.TTL <= 0 || ttl.GrantedTTL != 5 {
 		t.Fatalf("lease: %+v %v", ttl, err)
 	}
-	if got := m.sum(coord.MetricMemberRegistered, attribute.String(coord.AttrInstance, "pod-1")); got != 1 {
+	if got := m.sum("coordkit.membership.registered", attribute.String("coordkit.membership.instance", "pod-1")); got != 1 {
 		t.Fatalf("registered gauge = %d, want 1", got)
 	}
 
@@ -76,7 +76,7 @@ func TestRegisterAndDeregister(t *testing.T) {
 	if err := r.Update(ctx, nil); !errors.Is(err, membership.ErrClosed) {
 		t.Fatalf("Update after Deregister: %v", err)
 	}
-	if got := m.sum(coord.MetricMemberRegistered, attribute.String(coord.AttrInstance, "pod-1")); got != 0 {
+	if got := m.sum("coordkit.membership.registered", attribute.String("coordkit.membership.instance", "pod-1")); got != 0 {
 		t.Fatalf("registered gauge after Deregister = %d", got)
 	}
 }
@@ -192,7 +192,7 @@ func TestOwnKeyDeletedReregistered(t *testing.T) {
 		// again (the backoff restarts at its first round).
 		time.Sleep(ttl)
 	}
-	losses := m.sum(coord.MetricMemberLosses, attribute.String(coord.AttrReason, string(coord.LossKeyDeleted)))
+	losses := m.sum("coordkit.membership.losses", attribute.String(coord.AttrReason, string(coord.LossKeyDeleted)))
 	if losses != int64(trials) {
 		t.Fatalf("losses metric = %d, want %d", losses, trials)
 	}

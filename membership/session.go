@@ -347,7 +347,7 @@ func (s *Session) registrationsLocked() []*Registration {
 	return out
 }
 
-// observe reports coord.membership.registered for every registration.
+// observe reports coordkit.membership.registered for every registration.
 func (s *Session) observe(_ context.Context, o metric.Observer) error {
 	s.mu.Lock()
 	regs := s.registrationsLocked()

@@ -62,7 +62,7 @@ type WatchConfig struct {
 	Clock coord.Clock
 	// Logger receives resumes, re-lists and probe failures. Default slog.Default().
 	Logger *slog.Logger
-	// MeterProvider for coord.client.staleness_seconds, coord.membership.members,
+	// MeterProvider for coordkit.membership.staleness, coordkit.membership.members,
 	// .watch_resumes and .relists. Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 }

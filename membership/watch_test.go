@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -85,7 +84,7 @@ func TestWatchDeliversWholeViews(t *testing.T) {
 		t.Fatalf("view with junk: %+v", v4)
 	}
 	waitFor(t, 5*time.Second, "healthy", w.Healthy)
-	if got := m.sum(coord.MetricMemberCount, attribute.String(coord.AttrService, "api")); got != 1 {
+	if got := m.sum("coordkit.membership.members", attribute.String("coordkit.membership.service", "api")); got != 1 {
 		t.Fatalf("members gauge = %d", got)
 	}
 	rv, err := w.Refresh(context.Background())

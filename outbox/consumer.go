@@ -154,10 +154,6 @@ type Consumer[M any] struct {
 	m     consumerMetrics
 }
 
-type consumerMetrics struct {
-	processed, redeliveries, failures, dropped metric.Int64Counter
-}
-
 // NewConsumer validates cfg (after defaults) and returns a Consumer. It returns an
 // error matching ErrInvalidConfig for a missing or invalid field. No I/O.
 func NewConsumer[M any](cfg ConsumerConfig[M]) (*Consumer[M], error) {
@@ -165,24 +161,11 @@ func NewConsumer[M any](cfg ConsumerConfig[M]) (*Consumer[M], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	mt := cfg.MeterProvider.Meter(coord.InstrumentationName + "/outbox")
-	c := &Consumer[M]{cfg: cfg, attrs: metric.WithAttributes(attribute.String(coord.AttrConsumer, cfg.Name))}
-	var err error
-	for _, i := range []struct {
-		c    *metric.Int64Counter
-		name string
-		desc string
-	}{
-		{&c.m.processed, coord.MetricConsumerProcessed, "deliveries whose effect committed"},
-		{&c.m.redeliveries, coord.MetricConsumerRedeliveries, "deliveries after the first of a message"},
-		{&c.m.failures, coord.MetricConsumerFailures, "deliveries whose handler failed"},
-		{&c.m.dropped, coord.MetricConsumerDeadLettered, "messages given up (dead-lettered, terminated)"},
-	} {
-		if *i.c, err = mt.Int64Counter(i.name, metric.WithDescription(i.desc)); err != nil {
-			return nil, fmt.Errorf("outbox: consumer metrics: %w", err)
-		}
+	m, err := newConsumerMetrics(cfg.MeterProvider)
+	if err != nil {
+		return nil, err
 	}
-	return c, nil
+	return &Consumer[M]{cfg: cfg, m: m, attrs: metric.WithAttributes(attribute.String(attrConsumer, cfg.Name))}, nil
 }
 
 // Config returns the defaulted configuration.
@@ -192,7 +175,7 @@ func (c *Consumer[M]) Config() ConsumerConfig[M] { return c.cfg }
 // how many times the broker has delivered it (1 the first time). It begins a
 // transaction on DB, records (Name, eventID) in the inbox and runs Handler in it,
 // then commits; a duplicate is skipped without calling Handler (counted in
-// outbox.inbox.duplicates). It blocks for the transaction and Handler; ctx
+// coordkit.outbox.inbox.duplicates). It blocks for the transaction and Handler; ctx
 // cancels them up to Handler's return (the Verdict is then Retry with ctx's
 // error and no delay), not the commit that follows a successful Handler.
 func (c *Consumer[M]) Handle(ctx context.Context, msg M, eventID string, delivery int) Verdict {

@@ -82,8 +82,8 @@ func TestConsumerVerdicts(t *testing.T) {
 	if n := count(t, db.Pool, `SELECT count(*) FROM effects`); n != 1 {
 		t.Fatalf("%d effects, want 1", n)
 	}
-	for name, want := range map[string]float64{coord.MetricConsumerProcessed: 1, coord.MetricInboxDuplicates: 1,
-		coord.MetricConsumerFailures: 3, coord.MetricConsumerDeadLettered: 4, coord.MetricConsumerRedeliveries: 4} {
+	for name, want := range map[string]float64{"coordkit.outbox.consumer.processed": 1, "coordkit.outbox.inbox.duplicates": 1,
+		"coordkit.outbox.consumer.handler_failures": 3, "coordkit.outbox.consumer.dead_lettered": 4, "coordkit.outbox.consumer.redeliveries": 4} {
 		if got := tm.sum(name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}

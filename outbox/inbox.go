@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
@@ -107,7 +106,7 @@ func NewInbox(cfg InboxConfig) (*Inbox, error) {
 // ProcessTx runs fn in tx unless consumer already processed eventID: it records
 // (consumer, eventID) in tx first, so the record and fn's effects commit or roll
 // back together. It returns (true, nil) when fn ran and succeeded, (false, nil)
-// for a duplicate (fn not called; counted in outbox.inbox.duplicates), or fn's
+// for a duplicate (fn not called; counted in coordkit.outbox.inbox.duplicates), or fn's
 // error / the database error (the caller must roll back tx). A concurrent
 // delivery of the same event blocks on the first one's row until that
 // transaction ends, then sees a duplicate (or proceeds, if it rolled back).
@@ -123,7 +122,7 @@ func (in *Inbox) ProcessTx(ctx context.Context, tx pgx.Tx, consumer, eventID str
 		return false, fmt.Errorf("outbox: inbox: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		in.m.dups.Add(ctx, 1, metric.WithAttributes(attribute.String(coord.AttrConsumer, consumer)))
+		in.m.dups.Add(ctx, 1, metric.WithAttributes(attribute.String(attrConsumer, consumer)))
 		return false, nil
 	}
 	if err := fn(ctx, tx); err != nil {

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/coordkit/coordkit/coord"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 )
@@ -103,5 +102,3 @@ func (m *tMeter) Float64ObservableGauge(name string, opts ...metric.Float64Obser
 	m.p.mu.Unlock()
 	return noop.Float64ObservableGauge{}, nil
 }
-
-var _ = coord.MetricOutboxPublishLag

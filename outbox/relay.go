@@ -268,7 +268,7 @@ func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
 // maxErrorBytes bounds the publisher error text stored in last_error.
 const maxErrorBytes = 2000
 
-// observe counts a committed batch in the metrics, per topic (outbox.topic).
+// observe counts a committed batch in the metrics, per topic (coordkit.outbox.topic).
 func (r *Relay) observe(ctx context.Context, msgs []Message, lags []seqLag, failures []failure, fellBack bool) {
 	topic := make(map[int64]string, len(msgs))
 	for _, m := range msgs {
@@ -278,7 +278,7 @@ func (r *Relay) observe(ctx context.Context, msgs []Message, lags []seqLag, fail
 	at := func(t string) metric.MeasurementOption {
 		o, ok := attrs[t]
 		if !ok {
-			o = metric.WithAttributes(attribute.String(coord.AttrTopic, t))
+			o = metric.WithAttributes(attribute.String(attrTopic, t))
 			attrs[t] = o
 		}
 		return o
@@ -286,7 +286,7 @@ func (r *Relay) observe(ctx context.Context, msgs []Message, lags []seqLag, fail
 	published := map[string]int64{}
 	for _, l := range lags {
 		t := topic[l.seq]
-		r.o.m.lag.Record(ctx, l.ms, at(t))
+		r.o.m.lag.Record(ctx, l.ms/1000, at(t)) // seconds
 		published[t]++
 	}
 	for t, n := range published {

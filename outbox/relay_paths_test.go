@@ -332,7 +332,7 @@ func TestOldestAgeGaugeSeesAPendingEvent(t *testing.T) {
 	}
 	runRelays(t, r)
 	waitFor(t, "the oldest-age gauge above 0", 10*time.Second, func() bool {
-		return r.Stats().Failures >= 1 && tm.gauge(t, coord.MetricOutboxOldestAge) > 0
+		return r.Stats().Failures >= 1 && tm.gauge(t, "coordkit.outbox.oldest_unpublished.age") > 0
 	})
 }
 

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/coordkit/coordkit/coord"
 )
 
 // TestAlertsAgreeWithDocs holds the ownership alerts, the metric names, the
@@ -37,8 +35,8 @@ func TestAlertsAgreeWithDocs(t *testing.T) {
 	}
 	prom := func(name, suffix string) string { return strings.ReplaceAll(name, ".", "_") + suffix }
 	want := map[string]string{
-		"CoordOwnershipUnowned": prom(coord.MetricOwnershipUnowned, ""),
-		"CoordOwnershipChurn":   prom(coord.MetricOwnershipRetarget, "_total"),
+		"CoordOwnershipUnowned": prom("coordkit.ownership.unowned", ""),
+		"CoordOwnershipChurn":   prom("coordkit.ownership.target_writes", "_total"),
 	}
 	for _, g := range file.Groups {
 		for _, r := range g.Rules {

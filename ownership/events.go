@@ -25,7 +25,7 @@ func (k EventKind) String() string {
 }
 
 // Reason says why a partition was acquired or revoked. It is also the
-// coord.reason attribute of coord.ownership.moves.
+// coordkit.reason attribute of coordkit.ownership.moves.
 type Reason string
 
 // Reasons of events.

@@ -97,8 +97,8 @@ func (g *Group) Join(ctx context.Context, s *correctnesslease.Session, meta map[
 		return nil, &ConfigError{Field: "meta", Reason: err.Error(), Err: err}
 	}
 	ctx, span := g.cfg.TracerProvider.Tracer(instrumentation).Start(ctx, "ownership.Join", trace.WithAttributes(
-		attribute.String(coord.AttrTenant, g.cfg.Tenant), attribute.String(coord.AttrOwnershipGroup, g.cfg.Group),
-		attribute.String(coord.AttrOwnershipMember, id)))
+		attribute.String(coord.AttrTenant, g.cfg.Tenant), attribute.String(attrGroup, g.cfg.Group),
+		attribute.String(attrMember, id)))
 	defer func() {
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
@@ -229,7 +229,7 @@ func (m *Member) Leave(ctx context.Context) error {
 	m.leaving = true
 	m.idle = make(chan struct{})
 	m.mu.Unlock()
-	ctx, span := m.in.tracer.Start(ctx, "ownership.Leave", trace.WithAttributes(attribute.String(coord.AttrOwnershipMember, m.id)))
+	ctx, span := m.in.tracer.Start(ctx, "ownership.Leave", trace.WithAttributes(attribute.String(attrMember, m.id)))
 	defer span.End()
 
 	m.deleteKey(ctx)

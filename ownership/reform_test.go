@@ -78,7 +78,7 @@ func TestOutageLongerThanStepDown(t *testing.T) {
 			held = append(held, part)
 		}
 	}
-	writes := collect(t, reader.r, coord.MetricOwnershipRetarget)
+	writes := collect(t, reader.r, "coordkit.ownership.target_writes")
 
 	holes := proxy.Stats().Blackholes
 	proxy.Blackhole()
@@ -110,8 +110,8 @@ func TestOutageLongerThanStepDown(t *testing.T) {
 			}
 		}
 	}
-	acquired := collect(t, reader.r, coord.MetricOwnershipHandoff)
-	rewrites := collect(t, reader.r, coord.MetricOwnershipRetarget) - writes
+	acquired := collect(t, reader.r, "coordkit.ownership.handoff.duration")
+	rewrites := collect(t, reader.r, "coordkit.ownership.target_writes") - writes
 	t.Logf("after the outage: %d target writes, %d acquisitions in all", rewrites, acquired)
 	if rewrites > 4 {
 		t.Errorf("%d target writes to re-form 2 members: a herd", rewrites)

@@ -29,32 +29,32 @@ func TestMetrics(t *testing.T) {
 	}
 	a := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
-	of := func(n *node) attribute.KeyValue { return attribute.String(coord.AttrOwnershipMember, n.m.ID()) }
-	if got := collect(t, reader, coord.MetricOwnershipOwned, of(a)); got != p {
+	of := func(n *node) attribute.KeyValue { return attribute.String("coordkit.ownership.member", n.m.ID()) }
+	if got := collect(t, reader, "coordkit.ownership.owned", of(a)); got != p {
 		t.Errorf("owned = %d, want %d", got, p)
 	}
-	if got := collect(t, reader, coord.MetricOwnershipUnowned); got != 0 {
+	if got := collect(t, reader, "coordkit.ownership.unowned"); got != 0 {
 		t.Errorf("unowned = %d, want 0", got)
 	}
-	if got := collect(t, reader, coord.MetricOwnershipRetarget); got != 1 {
+	if got := collect(t, reader, "coordkit.ownership.target_writes"); got != 1 {
 		t.Errorf("target writes = %d, want 1", got)
 	}
 	b := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p / 2, b: p / 2})
-	if got := collect(t, reader, coord.MetricOwnershipMoves, of(a), attribute.String(coord.AttrReason, string(ownership.ReasonRebalance))); got != p/2 {
+	if got := collect(t, reader, "coordkit.ownership.moves", of(a), attribute.String(coord.AttrReason, string(ownership.ReasonRebalance))); got != p/2 {
 		t.Errorf("moves(rebalance) of the old owner = %d, want %d", got, p/2)
 	}
-	if got := collect(t, reader, coord.MetricOwnershipHandoff); got != p+p/2 {
+	if got := collect(t, reader, "coordkit.ownership.handoff.duration"); got != p+p/2 {
 		t.Errorf("handoff histogram count = %d, want %d (every acquisition)", got, p+p/2)
 	}
 	if err := b.m.Close(); err != nil {
 		t.Fatal(err)
 	}
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
-	if got := collect(t, reader, coord.MetricOwnershipMoves, of(b), attribute.String(coord.AttrReason, string(ownership.ReasonClosed))); got != p/2 {
+	if got := collect(t, reader, "coordkit.ownership.moves", of(b), attribute.String(coord.AttrReason, string(ownership.ReasonClosed))); got != p/2 {
 		t.Errorf("moves(closed) = %d, want %d", got, p/2)
 	}
-	if got := collect(t, reader, coord.MetricOwnershipOwned, of(b)); got != 0 {
+	if got := collect(t, reader, "coordkit.ownership.owned", of(b)); got != 0 {
 		t.Errorf("a closed member still reports %d owned", got)
 	}
 }

@@ -47,7 +47,7 @@ const (
 
 // NewClient validates cfg and returns a Client on pool. It does not block and does
 // not touch the database (call Migrate first). It registers the
-// saga.state_age_seconds callback with cfg.MeterProvider; Close unregisters it.
+// coordkit.saga.state.age callback with cfg.MeterProvider; Close unregisters it.
 func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if pool == nil {
 		return nil, &ConfigError{Field: "pool", Reason: "nil"}

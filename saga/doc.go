@@ -31,13 +31,13 @@
 //     its pivot pages. The table's CHECK constraint refuses compensation past the
 //     pivot too.
 //   - A compensation failing Config.CompensationAttempts (3) times pages
-//     (Config.OnPage, metric saga.compensation_failures) and parks the saga in
+//     (Config.OnPage, metric coordkit.saga.compensation_failures) and parks the saga in
 //     needs_human instead of retrying silently forever.
 //
 // Admin: [Client.List] by type, state and age, [Client.RetryNow],
 // [Client.Resolve] (needs_human), [Client.Cancel] (compensates, before the pivot
-// only). Metrics: saga.state_age_seconds (oldest non-terminal saga per type and
-// state), saga.compensation_failures, saga.steps, saga.retries.
+// only). Metrics: coordkit.saga.state.age (oldest non-terminal saga per type and
+// state), coordkit.saga.compensation_failures, coordkit.saga.steps, coordkit.saga.retries.
 //
 // See docs/saga.md for step-ordering rules and an order-placement example.
 package saga

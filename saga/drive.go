@@ -10,8 +10,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/coordkit/coordkit/coord"
 )
 
 // writeTimeout bounds a state write that must happen even while the runner stops.
@@ -73,8 +71,8 @@ func (r *runner) call(ctx context.Context, s *claimed, st erasedStep, fn call, c
 		name = "saga.compensate " + st.name
 	}
 	ctx, span := r.c.tracer.Start(ctx, name, trace.WithAttributes(
-		attribute.String(coord.AttrSaga, s.typ), attribute.String(coord.AttrStep, st.name),
-		attribute.String("saga.id", s.id), attribute.Int("saga.attempt", ss.attempt)))
+		attribute.String(attrType, s.typ), attribute.String(attrStep, st.name),
+		attribute.String(attrID, s.id), attribute.Int(attrAttempt, ss.attempt)))
 	defer span.End()
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

@@ -11,6 +11,20 @@ import (
 	"github.com/coordkit/coordkit/coord"
 )
 
+// Metric names and the package's own attributes (docs/metrics.md).
+const (
+	metricStateAge             = "coordkit.saga.state.age"             // gauge: oldest non-terminal, attrs type+state
+	metricCompensationFailures = "coordkit.saga.compensation_failures" // counter
+	metricSteps                = "coordkit.saga.steps"                 // counter
+	metricRetries              = "coordkit.saga.retries"               // counter
+
+	attrType    = "coordkit.saga.type"
+	attrState   = "coordkit.saga.state"
+	attrStep    = "coordkit.saga.step"
+	attrID      = "coordkit.saga.id"      // spans only: unbounded
+	attrAttempt = "coordkit.saga.attempt" // spans only
+)
+
 type metrics struct {
 	steps, retries, compFailures metric.Int64Counter
 	reg                          metric.Registration
@@ -20,19 +34,19 @@ func newMetrics(c *Client) (*metrics, error) {
 	meter := c.cfg.MeterProvider.Meter(coord.InstrumentationName + "/saga")
 	m := &metrics{}
 	var err error
-	if m.steps, err = meter.Int64Counter(coord.MetricSagaSteps,
+	if m.steps, err = meter.Int64Counter(metricSteps, metric.WithUnit("{call}"),
 		metric.WithDescription("saga step and compensation calls, by type, step and outcome")); err != nil {
 		return nil, fmt.Errorf("saga: metrics: %w", err)
 	}
-	if m.retries, err = meter.Int64Counter(coord.MetricSagaRetries,
+	if m.retries, err = meter.Int64Counter(metricRetries, metric.WithUnit("{attempt}"),
 		metric.WithDescription("failed step or compensation attempts scheduled for retry")); err != nil {
 		return nil, fmt.Errorf("saga: metrics: %w", err)
 	}
-	if m.compFailures, err = meter.Int64Counter(coord.MetricSagaCompensationFailure,
+	if m.compFailures, err = meter.Int64Counter(metricCompensationFailures, metric.WithUnit("{attempt}"),
 		metric.WithDescription("failed compensation attempts; the saga pages after Config.CompensationAttempts")); err != nil {
 		return nil, fmt.Errorf("saga: metrics: %w", err)
 	}
-	age, err := meter.Float64ObservableGauge(coord.MetricSagaStateAge, metric.WithUnit("s"),
+	age, err := meter.Float64ObservableGauge(metricStateAge, metric.WithUnit("s"),
 		metric.WithDescription("age in its current state of the oldest non-terminal saga, by type and state"))
 	if err != nil {
 		return nil, fmt.Errorf("saga: metrics: %w", err)
@@ -52,7 +66,7 @@ func newMetrics(c *Client) (*metrics, error) {
 				return fmt.Errorf("saga: state age: %w", err)
 			}
 			o.ObserveFloat64(age, v, metric.WithAttributes(
-				attribute.String(coord.AttrSaga, typ), attribute.String(coord.AttrState, state)))
+				attribute.String(attrType, typ), attribute.String(attrState, state)))
 		}
 		return rows.Err()
 	}, age)
@@ -65,6 +79,6 @@ func newMetrics(c *Client) (*metrics, error) {
 func (m *metrics) close() error { return m.reg.Unregister() }
 
 func stepAttrs(typ, step, outcome string) metric.MeasurementOption {
-	return metric.WithAttributes(attribute.String(coord.AttrSaga, typ),
-		attribute.String(coord.AttrStep, step), attribute.String(coord.AttrOutcome, outcome))
+	return metric.WithAttributes(attribute.String(attrType, typ),
+		attribute.String(attrStep, step), attribute.String(coord.AttrOutcome, outcome))
 }

@@ -12,7 +12,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -71,21 +70,21 @@ func TestCompensationAlwaysFailsPages(t *testing.T) {
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
 	}
-	if got := sumCounter(rm, coord.MetricSagaCompensationFailure); got != 3 {
-		t.Fatalf("%s = %d, want 3", coord.MetricSagaCompensationFailure, got)
+	if got := sumCounter(rm, "coordkit.saga.compensation_failures"); got != 3 {
+		t.Fatalf("%s = %d, want 3", "coordkit.saga.compensation_failures", got)
 	}
-	age, ok := gauge(rm, coord.MetricSagaStateAge, "order", string(StateNeedsHuman))
+	age, ok := gauge(rm, "coordkit.saga.state.age", "order", string(StateNeedsHuman))
 	if !ok || age < 0.3 {
-		t.Fatalf("%s{needs_human} = %v %v", coord.MetricSagaStateAge, age, ok)
+		t.Fatalf("%s{needs_human} = %v %v", "coordkit.saga.state.age", age, ok)
 	}
-	if sumCounter(rm, coord.MetricSagaSteps) == 0 || sumCounter(rm, coord.MetricSagaRetries) != 2 {
-		t.Fatalf("steps %d retries %d", sumCounter(rm, coord.MetricSagaSteps), sumCounter(rm, coord.MetricSagaRetries))
+	if sumCounter(rm, "coordkit.saga.steps") == 0 || sumCounter(rm, "coordkit.saga.retries") != 2 {
+		t.Fatalf("steps %d retries %d", sumCounter(rm, "coordkit.saga.steps"), sumCounter(rm, "coordkit.saga.retries"))
 	}
 	res.Trials = 1
 	res.Faults["compensation failed"] = e.p.callCount("reserve/compensate")
 	res.Outcome["pages"] = int64(len(pages))
-	res.Outcome["compensation failures counted"] = sumCounter(rm, coord.MetricSagaCompensationFailure)
-	res.Outcome["retries counted"] = sumCounter(rm, coord.MetricSagaRetries)
+	res.Outcome["compensation failures counted"] = sumCounter(rm, "coordkit.saga.compensation_failures")
+	res.Outcome["retries counted"] = sumCounter(rm, "coordkit.saga.retries")
 	res.Outcome["needs_human age ms"] = int64(age * 1000)
 	if l, _ := c.List(ctx, &ListOpts{States: []State{StateNeedsHuman}, OlderThan: 100 * time.Millisecond}); len(l) != 1 || l[0].ID != id {
 		t.Fatalf("List needs_human = %+v", l)
@@ -110,7 +109,7 @@ func TestCompensationAlwaysFailsPages(t *testing.T) {
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := gauge(rm, coord.MetricSagaStateAge, "order", string(StateNeedsHuman)); ok {
+	if _, ok := gauge(rm, "coordkit.saga.state.age", "order", string(StateNeedsHuman)); ok {
 		t.Fatal("age gauge still reports a resolved saga")
 	}
 }
@@ -172,9 +171,9 @@ func gauge(rm metricdata.ResourceMetrics, name, typ, state string) (float64, boo
 				continue
 			}
 			for _, dp := range g.DataPoints {
-				if dp.Attributes.HasValue(attribute.Key(coord.AttrSaga)) {
-					ty, _ := dp.Attributes.Value(attribute.Key(coord.AttrSaga))
-					st, _ := dp.Attributes.Value(attribute.Key(coord.AttrState))
+				if dp.Attributes.HasValue(attribute.Key("coordkit.saga.type")) {
+					ty, _ := dp.Attributes.Value(attribute.Key("coordkit.saga.type"))
+					st, _ := dp.Attributes.Value(attribute.Key("coordkit.saga.state"))
 					if ty.AsString() == typ && st.AsString() == state {
 						return dp.Value, true
 					}

@@ -60,7 +60,7 @@ func Pivot[T any](name string, action Action[T]) Step[T] {
 
 // Retriable returns a step after the pivot. It is retried forward until it
 // succeeds: a business failure is treated like a technical one, logged and
-// retried, and the saga's age shows in saga.state_age_seconds.
+// retried, and the saga's age shows in coordkit.saga.state.age.
 func Retriable[T any](name string, action Action[T]) Step[T] {
 	return Step[T]{name: name, kind: KindRetriable, action: action}
 }

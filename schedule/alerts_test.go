@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/coordkit/coordkit/coord"
 )
 
 // TestAlertsAgreeWithDocs holds the schedule alerts, the metric names, the
@@ -36,12 +34,16 @@ func TestAlertsAgreeWithDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	prom := func(name, suffix string) string { return strings.ReplaceAll(name, ".", "_") + suffix }
+	const (
+		fires, lag, missed  = "coordkit.schedule.fires", "coordkit.schedule.fire.lag", "coordkit.schedule.missed"
+		duplicates, success = "coordkit.schedule.duplicates_rejected", "coordkit.schedule.last_success.age"
+	)
 	want := map[string]string{
-		"ScheduleJobNoRecentSuccess":   prom(coord.MetricScheduleSuccessAge, ""),
-		"ScheduleFiresMissed":          prom(coord.MetricScheduleMissed, "_total"),
-		"ScheduleFiresFailed":          prom(coord.MetricScheduleFires, "_total"),
-		"ScheduleFireLagHigh":          prom(coord.MetricScheduleLag, "_bucket"),
-		"ScheduleStaleSchedulerFenced": prom(coord.MetricScheduleDuplicates, "_total"),
+		"ScheduleJobNoRecentSuccess":   prom(success, "_seconds"),
+		"ScheduleFiresMissed":          prom(missed, "_total"),
+		"ScheduleFiresFailed":          prom(fires, "_total"),
+		"ScheduleFireLagHigh":          prom(lag, "_seconds_bucket"),
+		"ScheduleStaleSchedulerFenced": prom(duplicates, "_total"),
 	}
 	for _, g := range file.Groups {
 		for _, r := range g.Rules {

@@ -12,7 +12,7 @@ import (
 
 // maxMissRecords bounds the misses one catch-up records row by row (a 10 ms
 // job down for a day would write millions): the rest are counted in
-// schedule.missed and skipped over by the job's last nominal time.
+// coordkit.schedule.missed and skipped over by the job's last nominal time.
 const maxMissRecords = 1000
 
 // miss is a fire that will not run.

@@ -134,7 +134,7 @@ const (
 	OverlapAllow OverlapPolicy = "allow"
 )
 
-// Reasons a fire is missed: the coord.reason attribute of schedule.missed and
+// Reasons a fire is missed: the coordkit.reason attribute of coordkit.schedule.missed and
 // the reason recorded with the fire.
 const (
 	MissedWindow     = "window"     // not started within Job.Window of its nominal time

@@ -15,6 +15,17 @@ import (
 
 const instrumentation = coord.InstrumentationName + "/schedule"
 
+// Metric names and the package's own attribute (docs/metrics.md). Every metric
+// carries the tenant and the job.
+const (
+	metricFires      = "coordkit.schedule.fires"               // counter, attr outcome (ok, running, failed, missed)
+	metricFireLag    = "coordkit.schedule.fire.lag"            // histogram: nominal time → commit of a fire's (first) transaction
+	metricMissed     = "coordkit.schedule.missed"              // counter, attr reason
+	metricDuplicates = "coordkit.schedule.duplicates_rejected" // counter, attr reason (fence, key)
+	metricSuccessAge = "coordkit.schedule.last_success.age"    // gauge: age of each owned job's last successful fire
+	attrJob          = "coordkit.schedule.job"
+)
+
 // instruments are a Scheduler's metrics.
 type instruments struct {
 	tenant     attribute.KeyValue
@@ -33,26 +44,27 @@ func newInstruments(cfg Config) (*instruments, error) {
 	in := &instruments{tenant: attribute.String(coord.AttrTenant, cfg.Tenant), clock: cfg.Clock, success: map[string]time.Time{}}
 	var errs []error
 	var e error
-	in.fires, e = m.Int64Counter(coord.MetricScheduleFires, metric.WithUnit("{fire}"),
+	in.fires, e = m.Int64Counter(metricFires, metric.WithUnit("{fire}"),
 		metric.WithDescription("Fire (or batch) transactions committed, by outcome."))
 	errs = append(errs, e)
-	in.lag, e = m.Float64Histogram(coord.MetricScheduleLag, metric.WithUnit("ms"),
+	in.lag, e = m.Float64Histogram(metricFireLag, metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600),
 		metric.WithDescription("From a scheduled fire's nominal time to the commit of its transaction."))
 	errs = append(errs, e)
-	in.missed, e = m.Int64Counter(coord.MetricScheduleMissed, metric.WithUnit("{fire}"),
+	in.missed, e = m.Int64Counter(metricMissed, metric.WithUnit("{fire}"),
 		metric.WithDescription("Fires that will not run, by reason."))
 	errs = append(errs, e)
-	in.duplicates, e = m.Int64Counter(coord.MetricScheduleDuplicates, metric.WithUnit("{fire}"),
+	in.duplicates, e = m.Int64Counter(metricDuplicates, metric.WithUnit("{fire}"),
 		metric.WithDescription("Fire attempts refused: by the fence (a stale token) or by the key (the identity was already recorded)."))
 	errs = append(errs, e)
-	_, e = m.Float64ObservableGauge(coord.MetricScheduleSuccessAge, metric.WithUnit("s"),
+	_, e = m.Float64ObservableGauge(metricSuccessAge, metric.WithUnit("s"),
 		metric.WithDescription("Age of the last successful fire of each job this scheduler owns."),
 		metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
 			now := in.clock.Now()
 			in.mu.Lock()
 			defer in.mu.Unlock()
 			for job, at := range in.success {
-				o.Observe(now.Sub(at).Seconds(), metric.WithAttributes(in.tenant, attribute.String(coord.AttrScheduleJob, job)))
+				o.Observe(now.Sub(at).Seconds(), metric.WithAttributes(in.tenant, attribute.String(attrJob, job)))
 			}
 			return nil
 		}))
@@ -63,7 +75,7 @@ func newInstruments(cfg Config) (*instruments, error) {
 }
 
 func (in *instruments) attrs(job string, kv ...attribute.KeyValue) metric.MeasurementOption {
-	return metric.WithAttributes(append([]attribute.KeyValue{in.tenant, attribute.String(coord.AttrScheduleJob, job)}, kv...)...)
+	return metric.WithAttributes(append([]attribute.KeyValue{in.tenant, attribute.String(attrJob, job)}, kv...)...)
 }
 
 func (in *instruments) fired(ctx context.Context, job, outcome string) {
@@ -71,7 +83,7 @@ func (in *instruments) fired(ctx context.Context, job, outcome string) {
 }
 
 func (in *instruments) lagged(ctx context.Context, job string, lag time.Duration) {
-	in.lag.Record(ctx, float64(lag)/float64(time.Millisecond), in.attrs(job))
+	in.lag.Record(ctx, lag.Seconds(), in.attrs(job))
 }
 
 func (in *instruments) miss(ctx context.Context, job, reason string, n int) {

@@ -25,7 +25,7 @@ type KV struct {
 
 // Config configures a KV. The zero value is valid.
 type Config struct {
-	// MeterProvider receives coord.quota.rejected (attributes: tenant, quota).
+	// MeterProvider receives coordkit.quotakv.rejected (attributes: tenant, quota).
 	// Default otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 }
@@ -41,10 +41,7 @@ func (c Config) withDefaults() Config {
 // Config is valid (there is nothing to validate).
 func New(kv clientv3.KV, q *coord.Quotas, cfg Config) *KV {
 	cfg = cfg.withDefaults()
-	// The API's counters never fail to construct; a nil-safe no-op is returned on error.
-	rejected, _ := cfg.MeterProvider.Meter(coord.InstrumentationName+"/coord/quotakv").Int64Counter(coord.MetricQuotaRejected,
-		metric.WithDescription("Writes refused by a client-side quota before reaching etcd"))
-	return &KV{KV: kv, q: q, rejected: rejected}
+	return &KV{KV: kv, q: q, rejected: newRejected(cfg)}
 }
 
 // allow asks the quotas and counts a refusal.

@@ -74,7 +74,7 @@ func TestQuotasBeforeEtcd(t *testing.T) {
 	var counted int64
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == coord.MetricQuotaRejected {
+			if m.Name == "coordkit.quotakv.rejected" {
 				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 					counted += dp.Value
 				}
@@ -82,7 +82,7 @@ func TestQuotasBeforeEtcd(t *testing.T) {
 		}
 	}
 	if counted != 53 {
-		t.Fatalf("%s counted %d refusals, want 53", coord.MetricQuotaRejected, counted)
+		t.Fatalf("%s counted %d refusals, want 53", "coordkit.quotakv.rejected", counted)
 	}
 	// Reads are never charged.
 	for i := 0; i < 300; i++ {

@@ -18,7 +18,7 @@ const (
 	// LockTimeout derive from.
 	DefaultLeaseTTL = 15 * time.Second
 	// DefaultMaxLeaseLabels is how many distinct lease names a Fence reports in
-	// the coord.lease attribute of coord.fence.rejected before it reports "other".
+	// the coordkit.lease attribute of coordkit.pgfence.rejected before it reports "other".
 	DefaultMaxLeaseLabels = 100
 )
 
@@ -33,14 +33,14 @@ type Config struct {
 	// of at most 63 bytes (57, so that the audit table Table+"_audit" fits) and
 	// without '.'; it is always quoted, never concatenated raw.
 	Table string
-	// MeterProvider provides the coord.fence.rejected counter. Default
+	// MeterProvider provides the coordkit.pgfence.rejected counter. Default
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 	// Logger receives a warning for every rejected token and every fence reset.
 	// Default slog.Default() (looked up at each use, so slog.SetDefault applies).
 	Logger *slog.Logger
-	// MaxLeaseLabels bounds the distinct values of the coord.lease attribute of
-	// coord.fence.rejected: the first MaxLeaseLabels lease names get their own
+	// MaxLeaseLabels bounds the distinct values of the coordkit.lease attribute of
+	// coordkit.pgfence.rejected: the first MaxLeaseLabels lease names get their own
 	// value, later ones are counted as "other" (the log line of every rejection
 	// carries the full name). Default DefaultMaxLeaseLabels; must not be negative.
 	MaxLeaseLabels int

@@ -23,8 +23,8 @@
 // "coord_fences"); [New] builds a Fence with another table, schema, meter provider or
 // logger.
 //
-// Every rejection is logged and counted in coord.fence.rejected with the lease name
-// (attribute coord.lease): alert on it — a stale holder was stopped, find out why
+// Every rejection is logged and counted in coordkit.pgfence.rejected with the lease name
+// (attribute coordkit.lease): alert on it — a stale holder was stopped, find out why
 // it was stale. Table and column names are validated and always quoted with
 // pgx.Identifier; values always travel as query parameters.
 package pgfence

@@ -38,7 +38,7 @@ type Fence struct {
 	readSQL     string
 	lockTimeout time.Duration // < 0: none
 	rejected    metric.Int64Counter
-	leases      *labelcap.Set // bounds the coord.lease values of rejected
+	leases      *labelcap.Set // bounds the coordkit.lease values of rejected
 	logger      *slog.Logger
 	schema      pgschema.Component
 }
@@ -52,12 +52,9 @@ func New(cfg Config) (*Fence, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	rejected, err := cfg.MeterProvider.Meter(coord.InstrumentationName+"/correctnesslease/pgfence").
-		Int64Counter(coord.MetricFenceRejected,
-			metric.WithDescription("Writes rejected because their fencing token was older than the newest accepted."),
-			metric.WithUnit("{write}"))
+	rejected, err := newRejected(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgfence: counter %s: %w", coord.MetricFenceRejected, err)
+		return nil, err
 	}
 	schema, err := component(cfg.Schema, cfg.Table)
 	if err != nil {
@@ -74,7 +71,7 @@ func New(cfg Config) (*Fence, error) {
 		schema:      schema,
 	}
 	f.leases = labelcap.New(cfg.MaxLeaseLabels, func() {
-		f.log().Warn("pgfence: more distinct leases rejected than Config.MaxLeaseLabels; coord.fence.rejected counts further ones as coord.lease=\"other\"",
+		f.log().Warn("pgfence: more distinct leases rejected than Config.MaxLeaseLabels; coordkit.pgfence.rejected counts further ones as coordkit.lease=\"other\"",
 			"table", t, "max_lease_labels", cfg.MaxLeaseLabels)
 	})
 	f.guardSQL, f.settings = guardStatement(t, cfg)
@@ -129,7 +126,7 @@ func guardStatement(table string, cfg Config) (sql string, settings []any) {
 //     write in tx is fenced (a newer holder's GuardTx waits for tx);
 //   - a *coord.StaleTokenError (errors.Is coord.ErrStaleToken) when a newer token
 //     was recorded: the caller is no longer the holder and must roll back and step
-//     down, never retry. The rejection is logged and counted in coord.fence.rejected;
+//     down, never retry. The rejection is logged and counted in coordkit.pgfence.rejected;
 //   - a *BusyError (errors.Is ErrBusy, retryable) when the fence row stayed locked
 //     by another transaction for LockTimeout: roll back, retry after a backoff;
 //   - ErrZeroToken for the zero token; other errors are the database's, wrapped.

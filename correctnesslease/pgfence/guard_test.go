@@ -50,7 +50,7 @@ func TestGuardTxOrdersTokensPerLease(t *testing.T) {
 		t.Fatalf("Highest(never) = %d, %v; want 0", h, err)
 	}
 	if got := rejections(t, reader); got[x6.Lease()] != 2 || len(got) != 1 {
-		t.Fatalf("coord.fence.rejected = %v, want 2 for %s only", got, x6.Lease())
+		t.Fatalf("coordkit.pgfence.rejected = %v, want 2 for %s only", got, x6.Lease())
 	}
 }
 

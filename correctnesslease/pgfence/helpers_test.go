@@ -52,7 +52,7 @@ func newFence(t testing.TB, cfg pgfence.Config) (*pgfence.Fence, *coordtest.Post
 	return f, db, reader
 }
 
-// rejections returns coord.fence.rejected per lease attribute.
+// rejections returns coordkit.pgfence.rejected per lease attribute.
 func rejections(t testing.TB, r *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -62,7 +62,7 @@ func rejections(t testing.TB, r *sdkmetric.ManualReader) map[string]int64 {
 	out := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != coord.MetricFenceRejected {
+			if m.Name != "coordkit.pgfence.rejected" {
 				continue
 			}
 			sum, ok := m.Data.(metricdata.Sum[int64])

@@ -55,7 +55,7 @@ func zombieWrite(ctx context.Context, f *pgfence.Fence, pool *pgxpool.Pool, tok 
 //	parent: "go" (read by the child only after SIGCONT)
 //	child:  writes with the old tokens without checking again, prints
 //	        "result <name> accepted|rejected|error <msg>", "metric <cumulative
-//	        coord.fence.rejected>" and "done", and closes its (expired) session.
+//	        coordkit.pgfence.rejected>" and "done", and closes its (expired) session.
 func holderMain() int {
 	fail := func(err error) int { fmt.Println("fatal", err); return 2 }
 	ttl, err := time.ParseDuration(os.Getenv(envTTL))
@@ -137,7 +137,7 @@ func holderMain() int {
 		for i, r := range results {
 			fmt.Println("result", names[i], r)
 		}
-		fmt.Println("metric", strconv.FormatInt(sumCounter(ctx, reader, coord.MetricFenceRejected), 10))
+		fmt.Println("metric", strconv.FormatInt(sumCounter(ctx, reader, "coordkit.pgfence.rejected"), 10))
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_ = s.Close(cctx) // expired while we were stopped
 		cancel()

@@ -8,7 +8,7 @@ import (
 )
 
 // TestRejectionLabelCardinalityIsBounded: each distinct lease name is a fence row
-// and would be a coord.lease label value of coord.fence.rejected. Past
+// and would be a coordkit.lease label value of coordkit.pgfence.rejected. Past
 // DefaultMaxLeaseLabels distinct leases the counter reports "other", and counts
 // every rejection.
 func TestRejectionLabelCardinalityIsBounded(t *testing.T) {
@@ -30,6 +30,6 @@ func TestRejectionLabelCardinalityIsBounded(t *testing.T) {
 		total += n
 	}
 	if len(got) > 101 || total != leases || got["other"] != leases-100 {
-		t.Fatalf("coord.fence.rejected: %d label values, total %d, other %d; want at most 101, %d, %d", len(got), total, got["other"], leases, leases-100)
+		t.Fatalf("coordkit.pgfence.rejected: %d label values, total %d, other %d; want at most 101, %d, %d", len(got), total, got["other"], leases, leases-100)
 	}
 }

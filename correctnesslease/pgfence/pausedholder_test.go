@@ -247,7 +247,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("paused holder: %d rounds x %d names in %v; holder SIGSTOPped %d times for %v..%v each; "+
-		"zombie writes attempted %d, stale writes accepted %d, rejected %d, coord.fence.rejected %d",
+		"zombie writes attempted %d, stale writes accepted %d, rejected %d, coordkit.pgfence.rejected %d",
 		rounds, perRound, time.Since(start).Round(time.Millisecond), h.pauses, minDur(stoppedFor), maxDur(stoppedFor),
 		attempted, zombieRows, rejected, metric)
 	res.Trials = trials
@@ -255,7 +255,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 	res.Outcome["zombie writes attempted"] = int64(attempted)
 	res.Outcome["stale writes accepted"] = int64(zombieRows)
 	res.Outcome["stale writes rejected"] = int64(rejected)
-	res.Outcome["coord.fence.rejected counted"] = int64(metric)
+	res.Outcome["coordkit.pgfence.rejected counted"] = int64(metric)
 	res.Outcome["rival writes"] = int64(rivalRows)
 	res.Notes = fmt.Sprintf("%d rounds x %d lease names, TTL %v; holder stopped %v..%v per round",
 		rounds, perRound, ttl, minDur(stoppedFor), maxDur(stoppedFor))
@@ -268,7 +268,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 	case rivalRows != want || rowsRival != want:
 		t.Fatalf("rival writes %d, rows last written by the rival %d; want %d", rivalRows, rowsRival, want)
 	case rejected != want || metric != want:
-		t.Fatalf("rejections %d, counted by coord.fence.rejected %d; want %d", rejected, metric, want)
+		t.Fatalf("rejections %d, counted by coordkit.pgfence.rejected %d; want %d", rejected, metric, want)
 	}
 }
 

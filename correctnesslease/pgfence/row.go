@@ -147,7 +147,7 @@ func (u *RowUpdater) SQL() string { return u.updateSQL }
 // (> 0) and nil, or:
 //   - a *coord.StaleTokenError (coord.ErrStaleToken) when the row exists but was
 //     written with a newer token: step down, never retry; logged and counted in
-//     coord.fence.rejected;
+//     coordkit.pgfence.rejected;
 //   - ErrRowNotFound (wrapped) when no row has that key;
 //   - ErrZeroToken, an argument-count error, or the database's error, wrapped.
 func (u *RowUpdater) Update(ctx context.Context, db DBTX, tok coord.Token, key []any, set ...any) (int64, error) {

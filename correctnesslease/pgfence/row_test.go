@@ -64,7 +64,7 @@ func TestRowUpdater(t *testing.T) {
 		t.Fatal("wrong number of values accepted")
 	}
 	if got := rejections(t, reader); got["/acct"] != 2 {
-		t.Fatalf("coord.fence.rejected = %v, want 2 for /acct", got)
+		t.Fatalf("coordkit.pgfence.rejected = %v, want 2 for /acct", got)
 	}
 	// Inside the caller's transaction too.
 	tx, err := db.Pool.Begin(ctx)

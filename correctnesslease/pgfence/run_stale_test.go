@@ -101,6 +101,6 @@ func TestRunStepsDownOnStaleToken(t *testing.T) {
 		t.Fatalf("ledger %q, want %q (the stale term wrote nothing)", got, want)
 	}
 	if n := rejections(t, reader)[terms[0].Lease()]; n != 1 {
-		t.Fatalf("coord.fence.rejected = %d, want 1", n)
+		t.Fatalf("coordkit.pgfence.rejected = %d, want 1", n)
 	}
 }

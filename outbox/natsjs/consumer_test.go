@@ -207,7 +207,7 @@ func TestConsumerEffectivelyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitUntil(t, "the re-publication skipped", 30*time.Second, func() bool {
-				return tm.sum(coord.MetricInboxDuplicates) >= float64(len(ids))
+				return tm.sum("coordkit.outbox.inbox.duplicates") >= float64(len(ids))
 			})
 			if err := stop(); err != nil {
 				t.Fatalf("Run: %v", err)
@@ -216,17 +216,17 @@ func TestConsumerEffectivelyOnce(t *testing.T) {
 				t.Fatalf("%d effects for %d events", n, len(ids))
 			}
 			t.Logf("events %d, first deliveries failed %d, processed %v, duplicates %v, redeliveries %v, handler failures %v",
-				len(ids), failed.Load(), tm.sum(coord.MetricConsumerProcessed), tm.sum(coord.MetricInboxDuplicates),
-				tm.sum(coord.MetricConsumerRedeliveries), tm.sum(coord.MetricConsumerFailures))
+				len(ids), failed.Load(), tm.sum("coordkit.outbox.consumer.processed"), tm.sum("coordkit.outbox.inbox.duplicates"),
+				tm.sum("coordkit.outbox.consumer.redeliveries"), tm.sum("coordkit.outbox.consumer.handler_failures"))
 			switch {
 			case failed.Load() == 0:
 				t.Fatal("no delivery failed: the redelivery path was not exercised")
-			case tm.sum(coord.MetricConsumerProcessed) != float64(len(ids)):
-				t.Fatalf("processed %v, want %d", tm.sum(coord.MetricConsumerProcessed), len(ids))
-			case tm.sum(coord.MetricConsumerFailures) != float64(failed.Load()):
-				t.Fatalf("handler failures %v, want %d", tm.sum(coord.MetricConsumerFailures), failed.Load())
-			case tm.sum(coord.MetricConsumerRedeliveries) < float64(failed.Load()):
-				t.Fatalf("redeliveries %v < failures %d", tm.sum(coord.MetricConsumerRedeliveries), failed.Load())
+			case tm.sum("coordkit.outbox.consumer.processed") != float64(len(ids)):
+				t.Fatalf("processed %v, want %d", tm.sum("coordkit.outbox.consumer.processed"), len(ids))
+			case tm.sum("coordkit.outbox.consumer.handler_failures") != float64(failed.Load()):
+				t.Fatalf("handler failures %v, want %d", tm.sum("coordkit.outbox.consumer.handler_failures"), failed.Load())
+			case tm.sum("coordkit.outbox.consumer.redeliveries") < float64(failed.Load()):
+				t.Fatalf("redeliveries %v < failures %d", tm.sum("coordkit.outbox.consumer.redeliveries"), failed.Load())
 			}
 		})
 	}
@@ -294,7 +294,7 @@ func TestConsumerDeadLettersPoison(t *testing.T) {
 	if he == nil || missing != 1 {
 		t.Fatalf("dead letters %v: want one *HandlerError and one ErrMissingEventID", dead)
 	}
-	if got := tm.sum(coord.MetricConsumerDeadLettered); got != 2 {
+	if got := tm.sum("coordkit.outbox.consumer.dead_lettered"); got != 2 {
 		t.Fatalf("dead_lettered %v", got)
 	}
 }
@@ -317,7 +317,7 @@ func TestConsumerKeepsAMessageItCouldNotDeadLetter(t *testing.T) {
 	}
 	c, _ := natsjs.NewConsumer(f.pull("effects", nil), cfg)
 	run(t, c)
-	waitUntil(t, "dead-lettered on the third try", 30*time.Second, func() bool { return tm.sum(coord.MetricConsumerDeadLettered) == 1 })
+	waitUntil(t, "dead-lettered on the third try", 30*time.Second, func() bool { return tm.sum("coordkit.outbox.consumer.dead_lettered") == 1 })
 	if calls.Load() != 3 {
 		t.Fatalf("DeadLetter called %d times", calls.Load())
 	}

@@ -275,8 +275,8 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 	stopConsumer()
 	coordtest.Recv(t, consumerDone, 30*time.Second, "the consumer returning after cancel")
 	db.Pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&effects)
-	processed, dupSkipped := int64(tm.sum(coord.MetricConsumerProcessed)), int64(tm.sum(coord.MetricInboxDuplicates))
-	failures, dropped := int64(tm.sum(coord.MetricConsumerFailures)), int64(tm.sum(coord.MetricConsumerDeadLettered))
+	processed, dupSkipped := int64(tm.sum("coordkit.outbox.consumer.processed")), int64(tm.sum("coordkit.outbox.inbox.duplicates"))
+	failures, dropped := int64(tm.sum("coordkit.outbox.consumer.handler_failures")), int64(tm.sum("coordkit.outbox.consumer.dead_lettered"))
 
 	var pubs, distinct, childPubs int64
 	db.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT event_id), count(*) FILTER (WHERE relay = 'child') FROM attempts`).Scan(&pubs, &distinct, &childPubs)

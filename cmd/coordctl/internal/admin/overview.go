@@ -19,7 +19,7 @@ type Overview struct {
 	// Services services over every tenant.
 	Members  int `json:"members"`
 	Services int `json:"services"`
-	// FenceRejectionsLastHour is sum(increase(coord_fence_rejected_total[1h]))
+	// FenceRejectionsLastHour is sum(increase(coordkit_pgfence_rejected_total[1h]))
 	// from Prometheus; nil when no Prometheus is configured or it failed
 	// (FenceRejectionsSource says which).
 	FenceRejectionsLastHour *float64      `json:"fence_rejections_last_hour"`
@@ -32,7 +32,7 @@ type Overview struct {
 }
 
 // FenceRejectionsQuery is the PromQL of the overview's fence rejections.
-const FenceRejectionsQuery = `sum(increase(coord_fence_rejected_total[1h]))`
+const FenceRejectionsQuery = `sum(increase(coordkit_pgfence_rejected_total[1h]))`
 
 // Overview reads every part it can; a part that fails is named in Errors.
 func (a *Admin) Overview(ctx context.Context) Overview {

@@ -13,6 +13,19 @@ import (
 
 const instrumentation = coord.InstrumentationName + "/ownership"
 
+// Metric names and the package's own attributes (docs/metrics.md). Every metric
+// carries the tenant, group and member.
+const (
+	metricOwned           = "coordkit.ownership.owned"            // gauge: partitions this member holds
+	metricUnowned         = "coordkit.ownership.unowned"          // gauge: assigned to this member, not held yet
+	metricMoves           = "coordkit.ownership.moves"            // counter: partitions given up, attr reason
+	metricHandoffDuration = "coordkit.ownership.handoff.duration" // histogram: assigned → held
+	metricTargetWrites    = "coordkit.ownership.target_writes"    // counter: 0 in steady state
+
+	attrGroup  = "coordkit.ownership.group"
+	attrMember = "coordkit.ownership.member"
+)
+
 // instruments are the metrics of one Member.
 type instruments struct {
 	attrs   attribute.Set
@@ -32,20 +45,21 @@ func newInstruments(cfg Config, member string, counts func() (int, int)) *instru
 	in := &instruments{
 		tracer: cfg.TracerProvider.Tracer(instrumentation),
 		attrs: attribute.NewSet(attribute.String(coord.AttrTenant, cfg.Tenant),
-			attribute.String(coord.AttrOwnershipGroup, cfg.Group), attribute.String(coord.AttrOwnershipMember, member)),
+			attribute.String(attrGroup, cfg.Group), attribute.String(attrMember, member)),
 	}
 	// Instrument constructors return a usable no-op instrument alongside any
 	// error, so errors are only logged.
 	var errs [6]error
-	in.owned, errs[0] = m.Int64ObservableGauge(coord.MetricOwnershipOwned,
+	in.owned, errs[0] = m.Int64ObservableGauge(metricOwned, metric.WithUnit("{partition}"),
 		metric.WithDescription("partitions this member holds"))
-	in.unowned, errs[1] = m.Int64ObservableGauge(coord.MetricOwnershipUnowned,
+	in.unowned, errs[1] = m.Int64ObservableGauge(metricUnowned, metric.WithUnit("{partition}"),
 		metric.WithDescription("partitions the target gives this member that it does not hold yet; the sum over members is the group's unowned partitions"))
-	in.moves, errs[2] = m.Int64Counter(coord.MetricOwnershipMoves,
+	in.moves, errs[2] = m.Int64Counter(metricMoves, metric.WithUnit("{partition}"),
 		metric.WithDescription("partitions this member gave up or lost, by reason"))
-	in.handoff, errs[3] = m.Float64Histogram(coord.MetricOwnershipHandoff,
-		metric.WithDescription("time from the target giving this member a partition to holding it"), metric.WithUnit("ms"))
-	in.writes, errs[4] = m.Int64Counter(coord.MetricOwnershipRetarget,
+	in.handoff, errs[3] = m.Float64Histogram(metricHandoffDuration,
+		metric.WithDescription("time from the target giving this member a partition to holding it"), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
+	in.writes, errs[4] = m.Int64Counter(metricTargetWrites, metric.WithUnit("{write}"),
 		metric.WithDescription("assignment targets written by this member (zero in steady state)"))
 	in.unreg, errs[5] = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		owned, pending := counts()
@@ -67,7 +81,7 @@ func (in *instruments) moved(reason Reason) {
 }
 
 func (in *instruments) acquired(d time.Duration) {
-	in.handoff.Record(context.Background(), float64(d)/float64(time.Millisecond), metric.WithAttributeSet(in.attrs))
+	in.handoff.Record(context.Background(), d.Seconds(), metric.WithAttributeSet(in.attrs))
 }
 
 func (in *instruments) wroteTarget() {

@@ -9,6 +9,16 @@ import (
 	"github.com/coordkit/coordkit/coord"
 )
 
+// Metric names and the package's own attribute (docs/metrics.md).
+const (
+	metricStaleness  = "coordkit.failstatic.staleness"            // gauge: since last confirmed current
+	metricRejected   = "coordkit.failstatic.rejected_snapshots"   // counter
+	metricReconnects = "coordkit.failstatic.reconnects"           // counter
+	metricRelists    = "coordkit.failstatic.relists"              // counter
+	metricCoalesced  = "coordkit.failstatic.subscriber_coalesced" // counter: snapshots merged for a slow subscriber
+	attrWatched      = "coordkit.failstatic.watched"              // the key or prefix
+)
+
 type telemetry struct {
 	attrs      metric.MeasurementOption
 	rejected   metric.Int64Counter
@@ -20,29 +30,29 @@ type telemetry struct {
 
 func newTelemetry[T any](c *Cache[T]) (*telemetry, error) {
 	m := c.cfg.MeterProvider.Meter(coord.InstrumentationName + "/failstatic")
-	kv := []attribute.KeyValue{attribute.String("failstatic.watched", c.watched)}
+	kv := []attribute.KeyValue{attribute.String(attrWatched, c.watched)}
 	if tenant, ok := coord.TenantOf(c.watched); ok {
 		kv = append(kv, attribute.String(coord.AttrTenant, tenant))
 	}
 	t := &telemetry{attrs: metric.WithAttributes(kv...)}
 	var err error
-	if t.rejected, err = m.Int64Counter(coord.MetricConfigRejected,
+	if t.rejected, err = m.Int64Counter(metricRejected, metric.WithUnit("{snapshot}"),
 		metric.WithDescription("snapshots rejected by Decode or Validate")); err != nil {
 		return nil, err
 	}
-	if t.coalesced, err = m.Int64Counter(coord.MetricConfigCoalesced,
+	if t.coalesced, err = m.Int64Counter(metricCoalesced, metric.WithUnit("{snapshot}"),
 		metric.WithDescription("snapshots merged into a later update for a subscriber slower than the updates")); err != nil {
 		return nil, err
 	}
-	if t.reconnects, err = m.Int64Counter(coord.MetricConfigReconnects,
+	if t.reconnects, err = m.Int64Counter(metricReconnects, metric.WithUnit("{watch}"),
 		metric.WithDescription("watch restarts")); err != nil {
 		return nil, err
 	}
-	if t.relists, err = m.Int64Counter(coord.MetricConfigRelists,
+	if t.relists, err = m.Int64Counter(metricRelists, metric.WithUnit("{read}"),
 		metric.WithDescription("full re-reads after compaction")); err != nil {
 		return nil, err
 	}
-	gauge, err := m.Float64ObservableGauge(coord.MetricClientStaleness, metric.WithUnit("s"),
+	gauge, err := m.Float64ObservableGauge(metricStaleness, metric.WithUnit("s"),
 		metric.WithDescription("time since the cache was last confirmed current"))
 	if err != nil {
 		return nil, err

@@ -13,6 +13,23 @@ import (
 
 const instrumentation = coord.InstrumentationName + "/membership"
 
+// Metric names and the package's own attributes (docs/metrics.md).
+const (
+	metricRegistered     = "coordkit.membership.registered"              // gauge 0/1 per instance
+	metricLosses         = "coordkit.membership.losses"                  // counter: registrations lost, attr reason
+	metricReregistration = "coordkit.membership.reregistration.duration" // histogram: loss noticed → registered again
+	metricKeepalives     = "coordkit.membership.keepalives"              // counter, attr outcome
+	metricMembers        = "coordkit.membership.members"                 // gauge: members in a watcher's view
+	metricStaleness      = "coordkit.membership.staleness"               // gauge: since the view was last confirmed
+	metricWatchResumes   = "coordkit.membership.watch.resumes"           // counter
+	metricRelists        = "coordkit.membership.relists"                 // counter: re-lists after compaction
+
+	attrService        = "coordkit.membership.service"
+	attrInstance       = "coordkit.membership.instance"
+	attrLeaseID        = "coordkit.membership.lease_id"        // spans only
+	attrCreateRevision = "coordkit.membership.create_revision" // spans only
+)
+
 // sessionInstruments are the metrics of one Session and its registrations.
 type sessionInstruments struct {
 	meter      metric.Meter
@@ -29,13 +46,14 @@ func newSessionInstruments(cfg SessionConfig) *sessionInstruments {
 	// Instrument constructors return a usable no-op instrument alongside any
 	// error, so errors are only logged.
 	var errs [4]error
-	in.registered, errs[0] = m.Int64ObservableGauge(coord.MetricMemberRegistered,
+	in.registered, errs[0] = m.Int64ObservableGauge(metricRegistered, metric.WithUnit("{instance}"),
 		metric.WithDescription("1 while the instance's key is in etcd under a live lease, else 0"))
-	in.losses, errs[1] = m.Int64Counter(coord.MetricMemberLosses,
+	in.losses, errs[1] = m.Int64Counter(metricLosses, metric.WithUnit("{registration}"),
 		metric.WithDescription("registrations lost (lease expired, key deleted or overwritten), by reason"))
-	in.recovery, errs[2] = m.Float64Histogram(coord.MetricMemberRecoveryMs,
-		metric.WithDescription("time from noticing a loss to being registered again"), metric.WithUnit("ms"))
-	in.keepalives, errs[3] = m.Int64Counter(coord.MetricKeepaliveRPCs,
+	in.recovery, errs[2] = m.Float64Histogram(metricReregistration,
+		metric.WithDescription("time from noticing a loss to being registered again"), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+	in.keepalives, errs[3] = m.Int64Counter(metricKeepalives, metric.WithUnit("{call}"),
 		metric.WithDescription("keepalive RPCs sent (one per session per TTL/3, however many registrations)"))
 	for _, err := range errs {
 		if err != nil {
@@ -59,7 +77,7 @@ func (in *sessionInstruments) lost(attrs attribute.Set, reason coord.LossReason)
 }
 
 func (in *sessionInstruments) recovered(attrs attribute.Set, d time.Duration) {
-	in.recovery.Record(context.Background(), float64(d)/float64(time.Millisecond), metric.WithAttributeSet(attrs))
+	in.recovery.Record(context.Background(), d.Seconds(), metric.WithAttributeSet(attrs))
 }
 
 // watchInstruments are the metrics of one Watcher.
@@ -75,15 +93,15 @@ type watchInstruments struct {
 func newWatchInstruments(cfg WatchConfig, tenant, service string, w *Watcher) *watchInstruments {
 	m := cfg.MeterProvider.Meter(instrumentation)
 	in := &watchInstruments{attrs: attribute.NewSet(
-		attribute.String(coord.AttrTenant, tenant), attribute.String(coord.AttrService, service))}
+		attribute.String(coord.AttrTenant, tenant), attribute.String(attrService, service))}
 	var errs [5]error
-	in.staleness, errs[0] = m.Float64ObservableGauge(coord.MetricClientStaleness,
+	in.staleness, errs[0] = m.Float64ObservableGauge(metricStaleness,
 		metric.WithDescription("time since the view was last confirmed current"), metric.WithUnit("s"))
-	in.members, errs[1] = m.Int64ObservableGauge(coord.MetricMemberCount,
+	in.members, errs[1] = m.Int64ObservableGauge(metricMembers, metric.WithUnit("{member}"),
 		metric.WithDescription("members in the watcher's view"))
-	in.resumes, errs[2] = m.Int64Counter(coord.MetricMemberResumes,
+	in.resumes, errs[2] = m.Int64Counter(metricWatchResumes, metric.WithUnit("{watch}"),
 		metric.WithDescription("watches resumed from the last revision after an error"))
-	in.relists, errs[3] = m.Int64Counter(coord.MetricMemberRelists,
+	in.relists, errs[3] = m.Int64Counter(metricRelists, metric.WithUnit("{read}"),
 		metric.WithDescription("re-lists after the watch revision was compacted"))
 	in.unreg, errs[4] = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveFloat64(in.staleness, w.Staleness().Seconds(), metric.WithAttributeSet(in.attrs))
