@@ -37,9 +37,18 @@ type Config struct {
 	// services, for the overview's fence rejections of the last hour ("": not shown).
 	Prometheus string
 
+	// PartTimeout bounds each part of a view read from several sources (the
+	// overview's leases, members, outbox, sagas, Prometheus), which are read at
+	// once: a server that does not answer makes its part unknown within it
+	// instead of holding the whole view. Default DefaultPartTimeout.
+	PartTimeout time.Duration
+
 	Logger *slog.Logger     // default slog.Default()
 	Now    func() time.Time // default time.Now
 }
+
+// DefaultPartTimeout is Config.PartTimeout's default.
+const DefaultPartTimeout = 5 * time.Second
 
 // Errors of a missing connection.
 var (
@@ -67,6 +76,9 @@ func New(cfg Config) (*Admin, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.PartTimeout <= 0 {
+		cfg.PartTimeout = DefaultPartTimeout
 	}
 	trail, err := audit.New(cfg.Schema, cfg.AuditTable)
 	if err != nil {

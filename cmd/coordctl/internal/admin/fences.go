@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,7 +53,7 @@ func (a *Admin) Fences(ctx context.Context, prefix string, limit int) ([]Fence, 
 
 // Fence returns one lease's fence row and its last 20 resets.
 func (a *Admin) Fence(ctx context.Context, lease string) (Fence, error) {
-	if err := coord.ValidateLease(lease); err != nil {
+	if err := checkLease(lease); err != nil {
 		return Fence{}, err
 	}
 	pool, err := a.db(ctx)
@@ -90,7 +91,7 @@ func (a *Admin) readFence(ctx context.Context, db pgfence.DBTX, lease string) (F
 // row), through pgfence.ResetFence — compare-and-set on the revision shown,
 // recorded in pgfence's audit table and in coordctl's, in one transaction.
 func (a *Admin) FenceReset(ctx context.Context, lease string, to int64, req Request) (Change, error) {
-	if err := coord.ValidateLease(lease); err != nil {
+	if err := CheckResetLease(lease); err != nil {
 		return Change{}, err
 	}
 	if req.Expect != "" {
@@ -102,6 +103,9 @@ func (a *Admin) FenceReset(ctx context.Context, lease string, to int64, req Requ
 		action: "fence.reset", target: lease,
 		lock: func(ctx context.Context, tx pgx.Tx) (any, string, error) {
 			f, err := a.readFence(ctx, tx, lease)
+			if err == nil && f.Highest == 0 { // nothing to reset: a reset would create a row
+				return f, f.Version, fmt.Errorf("%w: %s has no fence row: nothing to reset (no token of it was ever fenced; check the name with `coordctl fences list`)", ErrNotFound, lease)
+			}
 			return f, f.Version, err
 		},
 		gone: func(error) bool { return false },
@@ -128,4 +132,38 @@ func (a *Admin) FenceReset(ctx context.Context, lease string, to int64, req Requ
 			return a.readFence(ctx, tx, lease)
 		},
 	}, req)
+}
+
+// checkLease refuses a lease argument that is no lease name (an *ArgError).
+func checkLease(lease string) error {
+	if err := coord.ValidateLease(lease); err != nil {
+		return &ArgError{Arg: "lease", Reason: err.Error()}
+	}
+	return nil
+}
+
+// coordLease splits a coordkit lease, /tenants/{tenant}/elections/{name}.
+func coordLease(lease string) (tenant, name string, ok bool) {
+	rest, found := strings.CutPrefix(lease, "/tenants/")
+	if !found {
+		return "", "", false
+	}
+	tenant, name, found = strings.Cut(rest, "/elections/")
+	if !found || tenant == "" || name == "" || strings.Contains(tenant, "/") || strings.Contains(name, "/") {
+		return "", "", false
+	}
+	return tenant, name, coord.ValidateName("tenant", tenant, coord.MaxTenantLen) == nil
+}
+
+// CheckResetLease refuses a fence reset of a lease that is no coordkit lease
+// (/tenants/{tenant}/elections/{name}): a typo would otherwise name a row that
+// no holder ever writes. It returns an *ArgError.
+func CheckResetLease(lease string) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
+	if _, _, ok := coordLease(lease); !ok {
+		return &ArgError{Arg: "lease", Reason: fmt.Sprintf("%q is not a coordkit lease (/tenants/{tenant}/elections/{name}, as `fences list` and a token's lease show it)", lease)}
+	}
+	return nil
 }

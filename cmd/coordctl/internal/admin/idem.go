@@ -32,6 +32,12 @@ var ErrNotFound = errors.New("coordctl: not found")
 
 // Idem returns one key's state.
 func (a *Admin) Idem(ctx context.Context, scope, key string) (IdemKey, error) {
+	if err := checkID("idempotency scope", scope); err != nil {
+		return IdemKey{}, err
+	}
+	if err := checkID("idempotency key", key); err != nil {
+		return IdemKey{}, err
+	}
 	s, err := a.idempotency(ctx)
 	if err != nil {
 		return IdemKey{}, err

@@ -42,8 +42,22 @@ type QueueEntry struct {
 	TTLSeconds     int64  `json:"ttl_seconds"`
 }
 
-// Leases lists the leases of tenant ("" = every tenant).
+// Leases lists the leases of tenant ("" = every tenant) with their fence rows.
+// When the fence rows cannot be read the leases are still returned, each
+// FenceHighest -1 (unknown), with a *PartialError naming "fences".
 func (a *Admin) Leases(ctx context.Context, tenant string) ([]Lease, error) {
+	out, err := a.leaseStates(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.addFences(ctx, out); err != nil {
+		return out, partial(map[string]string{"fences": err.Error()})
+	}
+	return out, nil
+}
+
+// leaseStates lists the leases of tenant without their fence rows.
+func (a *Admin) leaseStates(ctx context.Context, tenant string) ([]Lease, error) {
 	cli, err := a.etcd(ctx)
 	if err != nil {
 		return nil, err
@@ -56,7 +70,6 @@ func (a *Admin) Leases(ctx context.Context, tenant string) ([]Lease, error) {
 	for _, s := range states {
 		out = append(out, leaseOf(s, false))
 	}
-	a.addFences(ctx, out)
 	return out, nil
 }
 
@@ -71,7 +84,9 @@ func (a *Admin) Lease(ctx context.Context, tenant, name string) (Lease, error) {
 		return Lease{}, err
 	}
 	l := []Lease{leaseOf(s, true)}
-	a.addFences(ctx, l)
+	if err := a.addFences(ctx, l); err != nil {
+		return l[0], partial(map[string]string{"fences": err.Error()})
+	}
 	return l[0], nil
 }
 
@@ -92,29 +107,30 @@ func leaseOf(s correctnesslease.LeaseState, queue bool) Lease {
 }
 
 // addFences fills FenceHighest from one read of the fence table when
-// PostgreSQL is configured; a lease view without it is still useful, so an error
-// only leaves -1 (and is logged).
-func (a *Admin) addFences(ctx context.Context, ls []Lease) {
+// PostgreSQL is configured (0: no row). It returns why it could not, leaving
+// -1 (unknown).
+func (a *Admin) addFences(ctx context.Context, ls []Lease) error {
 	if a.cfg.DB == nil || len(ls) == 0 {
-		return
+		return nil
 	}
 	pool, err := a.db(ctx)
-	if err == nil {
-		prefix := "/tenants/"
-		if len(ls) == 1 {
-			prefix = ls[0].Lease
-		}
-		var rows []pgfence.Row
-		if rows, err = a.fence.FenceList(ctx, pool, &pgfence.FenceListOpts{Prefix: prefix, Limit: pgfence.MaxListLimit}); err == nil {
-			highest := make(map[string]int64, len(rows))
-			for _, r := range rows {
-				highest[r.Lease] = r.Revision
-			}
-			for i := range ls {
-				ls[i].FenceHighest = highest[ls[i].Lease]
-			}
-			return
-		}
+	if err != nil {
+		return err
 	}
-	a.log.WarnContext(ctx, "coordctl: leases shown without their fence rows", "err", err)
+	prefix := "/tenants/"
+	if len(ls) == 1 {
+		prefix = ls[0].Lease
+	}
+	rows, err := a.fence.FenceList(ctx, pool, &pgfence.FenceListOpts{Prefix: prefix, Limit: pgfence.MaxListLimit})
+	if err != nil {
+		return err
+	}
+	highest := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		highest[r.Lease] = r.Revision
+	}
+	for i := range ls {
+		ls[i].FenceHighest = highest[ls[i].Lease]
+	}
+	return nil
 }

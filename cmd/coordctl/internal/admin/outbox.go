@@ -112,9 +112,9 @@ func parkedOf(p outbox.ParkedEvent) ParkedEvent {
 // ParkedEvent returns one parked event (outbox.ErrNotFound if it is not). It reads
 // through ParkedLockTx in a transaction it rolls back at once.
 func (a *Admin) ParkedEvent(ctx context.Context, idText string) (ParkedEvent, error) {
-	id, err := outbox.ParseID(idText)
+	id, err := parseEventID(idText)
 	if err != nil {
-		return ParkedEvent{}, fmt.Errorf("coordctl: parked event: %w", err)
+		return ParkedEvent{}, err
 	}
 	pool, err := a.db(ctx)
 	if err != nil {
@@ -141,9 +141,9 @@ func (a *Admin) Discard(ctx context.Context, id string, req Request) (Change, er
 
 func (a *Admin) parkedMutation(ctx context.Context, action, idText string, req Request,
 	apply func(context.Context, outbox.Beginner, outbox.ID) error) (Change, error) {
-	id, err := outbox.ParseID(idText)
+	id, err := parseEventID(idText)
 	if err != nil {
-		return Change{}, fmt.Errorf("coordctl: %s: %w", action, err)
+		return Change{}, err
 	}
 	return a.mutate(ctx, op{
 		action: action, target: id.String(),
@@ -173,4 +173,16 @@ func (a *Admin) parkedMutation(ctx context.Context, action, idText string, req R
 			return nil, fmt.Errorf("coordctl: %s %s: still parked after the change", action, id)
 		},
 	}, req)
+}
+
+// parseEventID reads an event id argument (an *ArgError when it is none).
+func parseEventID(s string) (outbox.ID, error) {
+	if err := checkID("event id", s); err != nil {
+		return outbox.ID{}, err
+	}
+	id, err := outbox.ParseID(s)
+	if err != nil {
+		return outbox.ID{}, &ArgError{Arg: "event id", Reason: err.Error()}
+	}
+	return id, nil
 }

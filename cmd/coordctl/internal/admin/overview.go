@@ -7,26 +7,30 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 )
 
-// Overview is the console's first page and `coordctl overview`.
+// Overview is the console's first page and `coordctl overview`. A figure that
+// could not be read is nil (JSON null, shown as "unknown"), never zero, and its
+// part is named in Errors with the cause.
 type Overview struct {
 	At            time.Time `json:"at"`
-	LeasesHeld    int       `json:"leases_held"`
-	LeasesWaiting int       `json:"leases_waiting"` // keys queued behind holders
+	LeasesHeld    *int      `json:"leases_held"`
+	LeasesWaiting *int      `json:"leases_waiting"` // keys queued behind holders
 	// Members is how many instances are registered (package membership), in
 	// Services services over every tenant.
-	Members  int `json:"members"`
-	Services int `json:"services"`
+	Members  *int `json:"members"`
+	Services *int `json:"services"`
 	// FenceRejectionsLastHour is sum(increase(coordkit_pgfence_rejected_total[1h]))
 	// from Prometheus; nil when no Prometheus is configured or it failed
 	// (FenceRejectionsSource says which).
 	FenceRejectionsLastHour *float64      `json:"fence_rejections_last_hour"`
 	FenceRejectionsSource   string        `json:"fence_rejections_source"`
 	Outbox                  *OutboxStatus `json:"outbox"`
-	Sagas                   []SagaSummary `json:"sagas"`
-	NeedsHuman              int64         `json:"needs_human"`
+	// Sagas are the non-terminal sagas by type and state; nil when unknown.
+	Sagas      []SagaSummary `json:"sagas"`
+	NeedsHuman *int64        `json:"needs_human"`
 	// Errors says which part could not be read (the others are still shown).
 	Errors map[string]string `json:"errors,omitempty"`
 }
@@ -34,56 +38,104 @@ type Overview struct {
 // FenceRejectionsQuery is the PromQL of the overview's fence rejections.
 const FenceRejectionsQuery = `sum(increase(coordkit_pgfence_rejected_total[1h]))`
 
-// Overview reads every part it can; a part that fails is named in Errors.
-func (a *Admin) Overview(ctx context.Context) Overview {
-	o := Overview{At: a.cfg.Now(), Sagas: []SagaSummary{}, Errors: map[string]string{}}
-	fail := func(part string, err error) { o.Errors[part] = err.Error() }
-	if leases, err := a.Leases(ctx, ""); err != nil {
-		fail("leases", err)
-	} else {
+// Overview reads every part at once, each bounded by Config.PartTimeout; a part
+// that fails is named in Errors, its figures left unknown (nil), and the error
+// returned is a *PartialError naming them (nil when every part was read).
+func (a *Admin) Overview(ctx context.Context) (Overview, error) {
+	o := Overview{At: a.cfg.Now(), Errors: map[string]string{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	part := func(name string, read func(ctx context.Context) error) {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, a.cfg.PartTimeout)
+			defer cancel()
+			if err := read(pctx); err != nil {
+				if pctx.Err() != nil && ctx.Err() == nil {
+					err = fmt.Errorf("no answer within %v: %w", a.cfg.PartTimeout, err)
+				}
+				mu.Lock()
+				o.Errors[name] = err.Error()
+				mu.Unlock()
+			}
+		})
+	}
+	part("leases", func(ctx context.Context) error {
+		leases, err := a.leaseStates(ctx, "")
+		if err != nil {
+			return err
+		}
+		held, waiting := 0, 0
 		for _, l := range leases {
 			if l.Held {
-				o.LeasesHeld++
+				held++
 			}
-			o.LeasesWaiting += l.Waiters
+			waiting += l.Waiters
 		}
-	}
-	if ss, err := a.Members(ctx, "", ""); err != nil {
-		fail("members", err)
-	} else {
-		o.Services = len(ss)
+		mu.Lock()
+		o.LeasesHeld, o.LeasesWaiting = &held, &waiting
+		mu.Unlock()
+		return nil
+	})
+	part("members", func(ctx context.Context) error {
+		ss, err := a.Members(ctx, "", "")
+		if err != nil {
+			return err
+		}
+		members, services := 0, len(ss)
 		for _, s := range ss {
-			o.Members += len(s.Members)
+			members += len(s.Members)
 		}
-	}
-	if st, err := a.OutboxStatus(ctx); err != nil {
-		fail("outbox", err)
-	} else {
+		mu.Lock()
+		o.Members, o.Services = &members, &services
+		mu.Unlock()
+		return nil
+	})
+	part("outbox", func(ctx context.Context) error {
+		st, err := a.OutboxStatus(ctx)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
 		o.Outbox = &st
-	}
-	if sums, err := a.SagaSummaries(ctx); err != nil {
-		fail("sagas", err)
-	} else {
-		o.Sagas = sums
+		mu.Unlock()
+		return nil
+	})
+	part("sagas", func(ctx context.Context) error {
+		sums, err := a.SagaSummaries(ctx)
+		if err != nil {
+			return err
+		}
+		var n int64
 		for _, s := range sums {
 			if s.State == "needs_human" {
-				o.NeedsHuman += s.Count
+				n += s.Count
 			}
 		}
-	}
+		mu.Lock()
+		o.Sagas, o.NeedsHuman = sums, &n
+		mu.Unlock()
+		return nil
+	})
 	o.FenceRejectionsSource = "not configured (--prometheus)"
 	if a.cfg.Prometheus != "" {
 		o.FenceRejectionsSource = a.cfg.Prometheus
-		if v, err := promScalar(ctx, a.cfg.Prometheus, FenceRejectionsQuery); err != nil {
-			fail("fence_rejections", err)
-		} else {
+		part("fence_rejections", func(ctx context.Context) error {
+			v, err := promScalar(ctx, a.cfg.Prometheus, FenceRejectionsQuery)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
 			o.FenceRejectionsLastHour = &v
-		}
+			mu.Unlock()
+			return nil
+		})
 	}
+	wg.Wait()
+	err := partial(o.Errors)
 	if len(o.Errors) == 0 {
 		o.Errors = nil
 	}
-	return o
+	return o, err
 }
 
 // promScalar runs an instant query whose result is one sample (or none: 0).

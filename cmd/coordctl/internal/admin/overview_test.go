@@ -29,7 +29,7 @@ func TestOverviewFenceRejectionsFromPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	o := a.Overview(context.Background())
+	o, blind := a.Overview(context.Background())
 	if got != admin.FenceRejectionsQuery {
 		t.Fatalf("query %q, want %q", got, admin.FenceRejectionsQuery)
 	}
@@ -40,6 +40,9 @@ func TestOverviewFenceRejectionsFromPrometheus(t *testing.T) {
 		if o.Errors[part] == "" {
 			t.Errorf("overview with no etcd or PostgreSQL does not say %s is unavailable: %v", part, o.Errors)
 		}
+	}
+	if !errors.Is(blind, admin.ErrPartial) || o.LeasesHeld != nil || o.NeedsHuman != nil || o.Members != nil {
+		t.Errorf("overview with no etcd or PostgreSQL: %v, leases %v, needs_human %v: want unknown (nil) figures and ErrPartial", blind, o.LeasesHeld, o.NeedsHuman)
 	}
 	if _, err := a.Sagas(context.Background(), admin.SagaFilter{}); !errors.Is(err, admin.ErrNoDB) {
 		t.Fatalf("Sagas without a database = %v, want ErrNoDB", err)
@@ -52,7 +55,7 @@ func TestOverviewFenceRejectionsFromPrometheus(t *testing.T) {
 	defer down.Close()
 	b, _ := admin.New(admin.Config{Prometheus: down.URL})
 	defer b.Close()
-	if o := b.Overview(context.Background()); o.FenceRejectionsLastHour != nil || o.Errors["fence_rejections"] == "" {
+	if o, _ := b.Overview(context.Background()); o.FenceRejectionsLastHour != nil || o.Errors["fence_rejections"] == "" {
 		t.Fatalf("a failing Prometheus: %v %v", o.FenceRejectionsLastHour, o.Errors)
 	}
 }

@@ -52,9 +52,10 @@ type SagaStep struct {
 	// Status: done, current, pending, compensated (undone), compensating (being
 	// undone), failed (the step whose business failure started compensation),
 	// not run (after it), stuck (the compensation a human must resolve).
-	Status    string `json:"status"`
-	Failures  int    `json:"failures"` // errors recorded for it (the history keeps the last 20)
-	LastError string `json:"last_error"`
+	Status      string     `json:"status"`
+	Failures    int        `json:"failures"` // errors recorded for it (the history keeps the last 20)
+	LastError   string     `json:"last_error"`
+	LastErrorAt *time.Time `json:"last_error_at"` // when LastError was recorded
 }
 
 // SagaError is one error in the saga's history.
@@ -96,6 +97,9 @@ func (a *Admin) Sagas(ctx context.Context, f SagaFilter) ([]Saga, error) {
 
 // Saga returns one saga with its timeline, error history and data.
 func (a *Admin) Saga(ctx context.Context, id string) (Saga, error) {
+	if err := checkID("saga id", id); err != nil {
+		return Saga{}, err
+	}
 	c, _, err := a.sagas(ctx)
 	if err != nil {
 		return Saga{}, err
@@ -146,6 +150,7 @@ func timeline(i saga.Info) []SagaStep {
 	steps := make([]SagaStep, i.StepCount)
 	byName := map[string]int{}
 	failed := -1 // the step whose business failure started compensation, if known
+	cancelled := strings.HasPrefix(i.Failure, "cancelled: ")
 	for n := range steps {
 		st := &steps[n]
 		st.Index = n
@@ -163,11 +168,28 @@ func timeline(i saga.Info) []SagaStep {
 		}
 	}
 	for _, e := range i.Errors {
+		if e.Step == "" && strings.HasPrefix(e.Error, "cancelled: ") {
+			cancelled = true
+		}
 		if n, ok := byName[e.Step]; ok && e.Step != "" {
 			steps[n].Failures++
 			steps[n].LastError = e.Error
+			at := e.At
+			steps[n].LastErrorAt = &at
 			if e.Error == i.Failure {
 				failed = n
+			}
+		}
+	}
+	compensation := i.State == saga.StateCompensating || i.State == saga.StateNeedsHuman || i.State == saga.StateCompensated
+	if failed < 0 && !cancelled && compensation {
+		// A resolution replaced the failure's text: the step that failed is the
+		// last one before the pivot with a recorded error (the steps after it
+		// never ran; the compensations of those before it record theirs lower).
+		for n := min(i.PivotStep, len(steps)) - 1; n >= 0; n-- {
+			if steps[n].Failures > 0 {
+				failed = n
+				break
 			}
 		}
 	}
@@ -192,14 +214,18 @@ func stepStatus(i saga.Info, n, failed int) string {
 		}
 		return "pending"
 	case saga.StateCompensating, saga.StateNeedsHuman, saga.StateCompensated:
-		// i.Step is the next step to undo (-1 once every step is undone): steps
-		// before it are still done, steps after it were undone — except the
-		// failed step and those after it, which never took effect.
+		// A saga compensates only before its pivot: the pivot and the steps
+		// after it never ran. i.Step is the next step to undo (-1 once every
+		// step is undone): steps before it are still done, steps after it were
+		// undone — except the failed step and those after it, which never took
+		// effect.
 		step := i.Step
 		if i.State == saga.StateCompensated {
 			step = -1
 		}
 		switch {
+		case n >= i.PivotStep && i.PivotAt == nil:
+			return "not run"
 		case failed >= 0 && n == failed:
 			return "failed"
 		case failed >= 0 && n > failed:
@@ -240,6 +266,9 @@ func (a *Admin) SagaCancel(ctx context.Context, id string, req Request) (Change,
 
 func (a *Admin) sagaMutation(ctx context.Context, action, id string, req Request,
 	apply func(context.Context, *saga.Client, pgx.Tx) error) (Change, error) {
+	if err := checkID("saga id", id); err != nil {
+		return Change{}, err
+	}
 	c, _, err := a.sagas(ctx)
 	if err != nil {
 		return Change{}, err

@@ -22,7 +22,13 @@ func TestTimeline(t *testing.T) {
 		{"needs a human", saga.Info{State: saga.StateNeedsHuman, Step: 0, Failure: fail, Attempts: 3,
 			Errors: []saga.ErrorRecord{{Step: "charge", Error: fail}, {Step: "reserve", Error: "x"}, {Step: "reserve", Error: "x"}}}, "stuck failed not-run not-run"},
 		{"cancelled at charge", saga.Info{State: saga.StateCompensating, Step: 0, Failure: "cancelled: fraud",
-			Errors: []saga.ErrorRecord{{Step: "", Error: "cancelled: fraud"}}}, "compensating compensated compensated compensated"},
+			Errors: []saga.ErrorRecord{{Step: "", Error: "cancelled: fraud"}}}, "compensating compensated not-run not-run"},
+		// Issue 29: a saga resolved by hand showed its never-run pivot as compensated.
+		{"resolved compensated by hand", saga.Info{State: saga.StateCompensated, Step: 0, Failure: "resolved (compensated): alice: refunded by hand",
+			Errors: []saga.ErrorRecord{{Step: "charge", Error: fail}, {Step: "reserve", Error: "x"}, {Step: "reserve", Error: "x"},
+				{Step: "reserve", Error: "x"}, {Step: "", Error: "resolved (compensated): alice: refunded by hand"}}}, "compensated failed not-run not-run"},
+		{"resolved skip, compensating on", saga.Info{State: saga.StateCompensating, Step: -1, Failure: "resolved (skip): bob",
+			Errors: []saga.ErrorRecord{{Step: "charge", Error: fail}, {Step: "reserve", Error: "x"}}}, "compensated failed not-run not-run"},
 		{"compensated", saga.Info{State: saga.StateCompensated, Step: -1, Failure: fail,
 			Errors: []saga.ErrorRecord{{Step: "charge", Error: fail}}}, "compensated failed not-run not-run"},
 	} {

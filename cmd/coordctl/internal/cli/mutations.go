@@ -156,6 +156,13 @@ func (a *app) sagaResolveCmd() *cobra.Command {
 			}
 			return a.adm.SagaResolve(ctx, id, saga.Resolution(how), req)
 		})
+	cmd.PreRunE = func(*cobra.Command, []string) error { // before the saga is shown and "yes" is asked for
+		switch saga.Resolution(how) {
+		case saga.ResolveCompensated, saga.ResolveRetry, saga.ResolveSkip:
+			return nil
+		}
+		return usageError{errorf("--how %q: want compensated, retry or skip", how)}
+	}
 	cmd.Flags().StringVar(&how, "how", "", "compensated (undone by hand), retry (the cause is fixed), skip (this step undone by hand)")
 	_ = cmd.RegisterFlagCompletionFunc("how", cobra.FixedCompletions([]string{"compensated", "retry", "skip"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -207,10 +214,16 @@ func (a *app) fenceResetCmd() *cobra.Command {
 			if to < 0 {
 				return usageError{errorf("--to %d: must not be negative", to)}
 			}
+			if err := admin.CheckResetLease(lease); err != nil {
+				return err
+			}
 			return run(a, cmd, &c, mutation{
 				what: fmt.Sprintf("reset the fence of %s to %d", lease, to),
 				show: func(ctx context.Context) (string, view.Doc, error) {
 					f, err := a.adm.Fence(ctx, lease)
+					if err == nil && f.Highest == 0 {
+						err = fmt.Errorf("%w: %s has no fence row: nothing to reset (no token of it was ever fenced; `coordctl fences list` shows the leases that have one)", admin.ErrNotFound, lease)
+					}
 					return f.Version, view.Fence(f), err
 				},
 				do: func(ctx context.Context, req admin.Request) (admin.Change, error) {

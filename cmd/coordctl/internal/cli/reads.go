@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
@@ -15,8 +17,11 @@ func (a *app) overviewCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
-			o := a.adm.Overview(ctx)
-			return a.print(o, view.Overview(o))
+			o, blind := a.adm.Overview(ctx)
+			if err := a.print(o, view.Overview(o)); err != nil {
+				return err
+			}
+			return blind // what could not be read: exit ExitBlind
 		},
 	}
 }
@@ -32,10 +37,13 @@ func (a *app) leasesCmd() *cobra.Command {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
 			ls, err := a.adm.Leases(ctx, tenant)
-			if err != nil {
+			if err != nil && !errors.Is(err, admin.ErrPartial) {
 				return err
 			}
-			return a.print(ls, view.Leases(ls))
+			if perr := a.print(ls, view.Leases(ls)); perr != nil {
+				return perr
+			}
+			return err // the fence rows could not be read: FENCE shows ?
 		},
 	}
 	list.Flags().StringVar(&tenant, "tenant", "", "only this tenant (default: every tenant) (env COORDCTL_TENANT)")
@@ -47,10 +55,13 @@ func (a *app) leasesCmd() *cobra.Command {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
 			l, err := a.adm.Lease(ctx, arg[0], arg[1])
-			if err != nil {
+			if err != nil && !errors.Is(err, admin.ErrPartial) {
 				return err
 			}
-			return a.print(l, view.Lease(l))
+			if perr := a.print(l, view.Lease(l)); perr != nil {
+				return perr
+			}
+			return err
 		},
 	}
 	c.AddCommand(list, get)

@@ -10,20 +10,32 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
+	"github.com/coordkit/coordkit/cmd/coordctl/internal/audit"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/view"
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/membership"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/ownership"
+	"github.com/coordkit/coordkit/saga"
 )
 
 // Exit codes.
 const (
 	ExitOK       = 0
 	ExitError    = 1
-	ExitUsage    = 2
+	ExitUsage    = 2 // a bad flag, argument or subcommand: nothing was read or changed
 	ExitConflict = 3 // the state changed since it was shown: nothing was done
 	ExitRefused  = 4 // a change without --confirm (or a "no" at the prompt)
+	ExitBlind    = 5 // some of the state could not be read: what was printed is partial, its unknowns say so
 )
 
 // IO is what a command reads and writes, and its environment.
@@ -64,7 +76,19 @@ func Main(ctx context.Context, args []string, sio IO) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(sio.Err, "Error:", err)
+	code := exitCode(err)
+	if a.g.output == "json" {
+		_ = view.JSON(sio.Err, jsonError(err, code))
+	} else {
+		fmt.Fprintln(sio.Err, "Error:", err)
+	}
+	return code
+}
+
+// exitCode classifies err: a conflict, a refusal, a bad argument (coordctl's
+// own checks and the SDK's validation alike: nothing was read or changed), a
+// partial view, or any other error.
+func exitCode(err error) int {
 	var ce *admin.ConflictError
 	var refused refusedError
 	var usage usageError
@@ -73,10 +97,44 @@ func Main(ctx context.Context, args []string, sio IO) int {
 		return ExitConflict
 	case errors.As(err, &refused):
 		return ExitRefused
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), badArgument(err):
 		return ExitUsage
+	case errors.Is(err, admin.ErrPartial):
+		return ExitBlind
 	}
 	return ExitError
+}
+
+// badArgument reports whether err is a validation error: an argument that
+// was refused before any server was asked.
+func badArgument(err error) bool {
+	for _, s := range []error{admin.ErrInvalidArg, audit.ErrInvalid, coord.ErrInvalidName, coord.ErrInvalidToken, saga.ErrInvalidConfig,
+		outbox.ErrInvalidConfig, outbox.ErrInvalidID, pgfence.ErrInvalidConfig, membership.ErrInvalidConfig, ownership.ErrInvalidConfig,
+		correctnesslease.ErrInvalidConfig, idempotency.ErrInvalidKey} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return strings.HasPrefix(err.Error(), "unknown command ") || strings.HasPrefix(err.Error(), "unknown flag")
+}
+
+// jsonErr is an error as -o json prints it (on stderr).
+type jsonErr struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+	Kind     string `json:"kind"`              // error, usage, conflict, refused, partial
+	Current  any    `json:"current,omitempty"` // a conflict's state now
+	AuditID  int64  `json:"audit_id,omitempty"`
+}
+
+func jsonError(err error, code int) jsonErr {
+	e := jsonErr{Error: err.Error(), ExitCode: code, Kind: map[int]string{ExitError: "error", ExitUsage: "usage", ExitConflict: "conflict",
+		ExitRefused: "refused", ExitBlind: "partial"}[code]}
+	var ce *admin.ConflictError
+	if errors.As(err, &ce) {
+		e.Current, e.AuditID = ce.Current, ce.AuditID
+	}
+	return e
 }
 
 func (a *app) root() *cobra.Command {
@@ -100,7 +158,32 @@ PostgreSQL. See docs/coordctl.md.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.overviewCmd(), a.leasesCmd(), a.membersCmd(), a.ownershipCmd(), a.fencesCmd(), a.outboxCmd(), a.sagaCmd(), a.idemCmd(),
 		a.configCmd(), a.auditCmd(), a.migrateCmd(), a.serveCmd())
+	groups(root)
 	return root
+}
+
+// groups makes every command that only holds subcommands refuse to run
+// without one, or with one it does not know (exit 2), instead of printing its
+// help and exiting 0 as if something had been done.
+func groups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		groups(sub)
+	}
+	if c.HasParent() && c.HasSubCommands() && c.RunE == nil && c.Run == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("%s needs a subcommand: %s", cmd.CommandPath(), strings.Join(names, ", "))}
+			}
+			return usageError{fmt.Errorf("unknown subcommand %q for %s: want %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))}
+		}
+	}
 }
 
 // setup reads the environment for every flag left unset and builds the admin.
@@ -187,11 +270,10 @@ func argsUpTo(n int, names string) cobra.PositionalArgs {
 	}
 }
 
+// isTerminal reports whether r is an interactive terminal: a file whose
+// terminal attributes can be read. /dev/null is a character device but no
+// terminal (a prompt read from it would see end of file).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -34,7 +34,17 @@ var funcs = template.FuncMap{
 		return string(b)
 	},
 	"lower": strings.ToLower,
-	"deref": func(p *float64) float64 { return *p },
+	"deref": func(p any) any {
+		switch v := p.(type) {
+		case *float64:
+			return *v
+		case *int:
+			return *v
+		case *int64:
+			return *v
+		}
+		return p
+	},
 	"has": func(list []string, s string) bool {
 		for _, x := range list {
 			if x == s {
@@ -142,10 +152,21 @@ type overviewData struct {
 	Parked          []admin.ParkedEvent
 }
 
+// overview reads every part; a part it could not read is shown unknown with its
+// error (never as zero), and the page is answered 200: what it shows is true.
 func (s *Server) overview(ctx context.Context, _ *http.Request) (string, any, error) {
-	d := overviewData{Overview: s.adm.Overview(ctx)}
-	d.NeedsHumanSagas, _ = s.adm.Sagas(ctx, admin.SagaFilter{States: []string{"needs_human"}, Limit: 10})
-	d.Parked, _ = s.adm.Parked(ctx, 10)
+	o, _ := s.adm.Overview(ctx) // a *PartialError: its parts are in o.Errors
+	d := overviewData{Overview: o}
+	if o.Errors == nil {
+		d.Errors = map[string]string{}
+	}
+	var err error
+	if d.NeedsHumanSagas, err = s.adm.Sagas(ctx, admin.SagaFilter{States: []string{"needs_human"}, Limit: 10}); err != nil && o.Errors["sagas"] == "" {
+		d.Errors["sagas waiting for a human"] = err.Error()
+	}
+	if d.Parked, err = s.adm.Parked(ctx, 10); err != nil && o.Errors["outbox"] == "" {
+		d.Errors["parked events"] = err.Error()
+	}
 	return "Overview", d, nil
 }
 

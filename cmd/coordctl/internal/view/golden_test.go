@@ -133,12 +133,16 @@ func init() {
 	fixtures["ownership-map"] = fx(om, view.Ownership(om))
 	fixtures["ownership-map-empty"] = fx([]admin.OwnershipMap{}, view.Ownership(nil))
 
-	ov := admin.Overview{At: t1, LeasesHeld: 12, LeasesWaiting: 4, Members: 3, Services: 2, FenceRejectionsLastHour: &zero, FenceRejectionsSource: "http://prometheus:9090",
+	ptr := func(n int) *int { return &n }
+	one := int64(1)
+	ov := admin.Overview{At: t1, LeasesHeld: ptr(12), LeasesWaiting: ptr(4), Members: ptr(3), Services: ptr(2), FenceRejectionsLastHour: &zero, FenceRejectionsSource: "http://prometheus:9090",
 		Outbox: &st, Sagas: []admin.SagaSummary{{Type: "order", State: "running", Count: 31, OldestSince: t0, OldestAgeSeconds: 4521},
-			{Type: "transfer", State: "needs_human", Count: 1, OldestSince: t1, OldestAgeSeconds: 60}}, NeedsHuman: 1}
+			{Type: "transfer", State: "needs_human", Count: 1, OldestSince: t1, OldestAgeSeconds: 60}}, NeedsHuman: &one}
 	fixtures["overview"] = fx(ov, view.Overview(ov))
-	partial := admin.Overview{At: t1, FenceRejectionsSource: "not configured (--prometheus)", Sagas: []admin.SagaSummary{},
-		Errors: map[string]string{"leases": "coordctl: etcd 127.0.0.1:2379: context deadline exceeded"}}
+	// etcd unreadable (leases, members) and PostgreSQL unreadable (outbox, sagas): every figure unknown, none zero.
+	partial := admin.Overview{At: t1, FenceRejectionsSource: "not configured (--prometheus)",
+		Errors: map[string]string{"leases": "coordctl: etcd 127.0.0.1:2379: context deadline exceeded", "members": "coordctl: etcd 127.0.0.1:2379: context deadline exceeded",
+			"outbox": "outbox: status: dial tcp 127.0.0.1:5432: connect: connection refused", "sagas": "saga: count: dial tcp 127.0.0.1:5432: connect: connection refused"}}
 	fixtures["overview-partial"] = fx(partial, view.Overview(partial))
 
 	audit := []admin.AuditEntry{{ID: 7, At: t1, Actor: "alice@oncall", Via: "console 127.0.0.1:51234", DBUser: "ops", Action: "saga.retry",

@@ -228,21 +228,45 @@ func SagaSummaries(ss []admin.SagaSummary) Section {
 	return s
 }
 
-// Overview is `overview`.
+// Overview is `overview`. A figure that could not be read says so, with the
+// part's error, instead of a zero.
 func Overview(o admin.Overview) Doc {
-	rej := "- (" + o.FenceRejectionsSource + ")"
-	if o.FenceRejectionsLastHour != nil {
-		rej = fmt.Sprintf("%g", *o.FenceRejectionsLastHour)
+	unknown := func(part string) string { return "UNKNOWN (" + part + " could not be read: " + o.Errors[part] + ")" }
+	num := func(p *int, part string) string {
+		if p == nil {
+			return unknown(part)
+		}
+		return itoa(*p)
 	}
-	fields := Section{Fields: [][2]string{{"Leases held", itoa(o.LeasesHeld)}, {"Waiting", itoa(o.LeasesWaiting)},
-		{"Members", count(o.Members, "member") + " in " + count(o.Services, "service")},
-		{"Fence rejections (1h)", rej}, {"Needs a human", itoa(o.NeedsHuman)}}}
+	rej := "- (" + o.FenceRejectionsSource + ")"
+	switch {
+	case o.FenceRejectionsLastHour != nil:
+		rej = fmt.Sprintf("%g", *o.FenceRejectionsLastHour)
+	case o.Errors["fence_rejections"] != "":
+		rej = unknown("fence_rejections")
+	}
+	members := unknown("members")
+	if o.Members != nil && o.Services != nil {
+		members = count(*o.Members, "member") + " in " + count(*o.Services, "service")
+	}
+	needsHuman := unknown("sagas")
+	if o.NeedsHuman != nil {
+		needsHuman = itoa(*o.NeedsHuman)
+	}
+	fields := Section{Fields: [][2]string{{"Leases held", num(o.LeasesHeld, "leases")}, {"Waiting", num(o.LeasesWaiting, "leases")},
+		{"Members", members}, {"Fence rejections (1h)", rej}, {"Needs a human", needsHuman}}}
 	if o.Outbox != nil {
 		fields.Fields = append(fields.Fields, [][2]string{{"Outbox pending", itoa(o.Outbox.Pending)},
 			{"Outbox oldest pending", Age(o.Outbox.OldestPendingAgeSeconds)}, {"Outbox lag p99", Age(o.Outbox.PublishLagP99Seconds)},
 			{"Outbox parked", itoa(o.Outbox.Parked)}}...)
+	} else {
+		fields.Fields = append(fields.Fields, [2]string{"Outbox", unknown("outbox")})
 	}
-	doc := Doc{fields, SagaSummaries(o.Sagas)}
+	sagas := SagaSummaries(o.Sagas)
+	if o.Sagas == nil && o.Errors["sagas"] != "" {
+		sagas.Empty = unknown("sagas")
+	}
+	doc := Doc{fields, sagas}
 	if len(o.Errors) > 0 {
 		e := Section{Title: "UNAVAILABLE", Header: []string{"PART", "ERROR"}}
 		for _, k := range slices.Sorted(maps.Keys(o.Errors)) {
