@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestLeftoverKeyIsNeverReused: a key of this session that no Lease owns (written

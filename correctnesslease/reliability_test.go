@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 type partitionTrial struct {

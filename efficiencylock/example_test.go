@@ -7,8 +7,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/coordkit/coordkit/efficiencylock"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/coordkit/coordkit/efficiencylock"
 )
 
 // exampleClient connects to the test Redis (COORD_TEST_REDIS_URL or the local one).

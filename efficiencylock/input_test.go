@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/efficiencylock"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestNewRejectsBadInput(t *testing.T) {

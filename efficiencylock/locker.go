@@ -9,8 +9,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // Locker acquires efficiency locks in one tenant's namespace of one Redis. It holds

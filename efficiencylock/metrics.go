@@ -3,9 +3,10 @@ package efficiencylock
 import (
 	"context"
 
-	"github.com/coordkit/coordkit/coord"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // Metric names and the lock's own attribute (docs/metrics.md).

@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/efficiencylock"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/efficiencylock"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // recorder is a MeterProvider that keeps every measurement: name, value, attributes.

@@ -9,11 +9,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/internal/etcderr"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 var (

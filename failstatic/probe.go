@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/coordkit/coordkit/internal/etcderr"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/internal/etcderr"
 )
 
 // probeLoop confirms, every ProbeInterval, that the cache is current. It is

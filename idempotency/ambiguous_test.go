@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/idempotency"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // Ambiguous commit: the connection is cut while COMMIT is in flight, so the client

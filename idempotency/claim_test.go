@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/idempotency"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // queryLog counts the statements a pool sends, for tests of Do's round trips.

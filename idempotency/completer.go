@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // Defaults of CompleterConfig.

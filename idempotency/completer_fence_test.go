@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // A completer that claimed several keys runs them one after another; by the

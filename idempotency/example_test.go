@@ -8,10 +8,11 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/coordkit/coordkit/idempotency"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // exampleDB returns a pool on a fresh schema of the test server, and its cleanup.

@@ -5,10 +5,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/coordkit/coordkit/idempotency"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
+
+	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func TestMain(m *testing.M) {

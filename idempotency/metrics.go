@@ -5,12 +5,13 @@ import (
 	"errors"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // Metric names (docs/metrics.md).

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/idempotency"
 	"github.com/jackc/pgx/v5"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/idempotency"
 )
 
 func TestMetrics(t *testing.T) {

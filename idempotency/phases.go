@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/coordkit/coordkit/internal/pgtx"
-	"github.com/jackc/pgx/v5"
 )
 
 // RecoveryStarted is the recovery point of a key whose first phase has not committed.

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // blockingOp is a two-phase operation whose External phase signals entered and

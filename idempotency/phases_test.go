@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5"
 )
 
 const crashLock = 600 * time.Millisecond // LockTimeout of the crash test's stores

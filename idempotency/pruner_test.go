@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/coordkit/coordkit/idempotency"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/idempotency"
 )
 
 func TestPrunerDeletesExpiredCompletedKeysInBatches(t *testing.T) {

@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/internal/pgerr"
-	"github.com/coordkit/coordkit/internal/pgschema"
-	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgerr"
+	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 // Key row statuses.

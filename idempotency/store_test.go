@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/idempotency"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/coordkit/coordkit/idempotency"
 )
 
 func fp(s string) idempotency.Fingerprint { return idempotency.FingerprintOf([]byte(s)) }

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/idempotency"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coordkit/coordkit/idempotency"
 )
 
 // The crash test re-executes the test binary as a worker that runs a phased payment

@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // DefaultMaxDeliveries is ConsumerConfig.MaxDeliveries's default.

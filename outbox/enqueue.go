@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // EnqueueTx validates e and inserts it into the outbox in the caller's transaction

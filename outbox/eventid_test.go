@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // An event id from the wire that PostgreSQL cannot store as text (a NUL byte,

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // exampleDB gives examples a pool on a fresh schema of the test server.

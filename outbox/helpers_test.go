@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func newOutbox(t *testing.T, db *pgxpool.Pool, cfg outbox.Config) *outbox.Outbox {

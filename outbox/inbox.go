@@ -6,12 +6,13 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/pgschema"
-	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // Defaults of InboxConfig.

@@ -7,8 +7,9 @@ import (
 	"math"
 	"sync/atomic"
 
-	"github.com/coordkit/coordkit/coord"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // Metric names and the package's own attributes (docs/metrics.md).

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestKeyParkedDuringTheLockingScanIsNotClaimed drives, in a fixed order, the one

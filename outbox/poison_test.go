@@ -10,10 +10,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/outbox"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/outbox"
 )
 
 // countingPublisher publishes through PublisherFunc, fails every attempt of the

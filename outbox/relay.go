@@ -10,15 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/internal/pgerr"
-	"github.com/coordkit/coordkit/internal/pgtext"
-	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgerr"
+	"github.com/coordkit/coordkit/internal/pgtext"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 // Relay publishes the outbox. Several relays (in one or many processes) may run

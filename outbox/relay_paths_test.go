@@ -17,10 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // batchSizes is a recorder that also keeps the size of every Publish call.

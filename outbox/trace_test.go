@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/outbox"
 )
 
 // The trace context of the enqueuing context travels in the event's headers.

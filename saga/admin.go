@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/coordkit/coordkit/internal/pgtx"
-	"github.com/jackc/pgx/v5"
 )
 
 // Info is a saga as the admin API shows it.

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/pgschema"
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // Barrier is the participant side of a saga step, in the participant's own

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/pgtext"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // writeTimeout bounds a state write that must happen even while the runner stops.

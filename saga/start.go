@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coordkit/coordkit/internal/pgtx"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtx"
 )
 
 // StartOpts are per-call options of Start and StartTx. A nil *StartOpts uses the

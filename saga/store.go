@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/internal/pgschema"
 	"github.com/coordkit/coordkit/internal/pgtext"
-	"github.com/jackc/pgx/v5"
 )
 
 // State is a saga's state.

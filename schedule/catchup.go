@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // maxMissRecords bounds the misses one catch-up records row by row (a 10 ms

@@ -9,11 +9,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // env is what every part shares: an embedded etcd and a private PostgreSQL schema.

@@ -9,10 +9,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
-	"github.com/jackc/pgx/v5"
 )
 
 const (

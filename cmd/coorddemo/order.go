@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/outbox"
 )
 
 // runOrder: orders are placed with their event written to the outbox in the same

@@ -10,9 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/saga"
-	"github.com/jackc/pgx/v5"
 )
 
 // orderSaga is the data of the order-placement saga.

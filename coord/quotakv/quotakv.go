@@ -9,11 +9,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/coordkit/coordkit/coord"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // KV is a clientv3.KV that enforces quotas on writes. Safe for concurrent use.

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/coord/quotakv"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/coord/quotakv"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func TestQuotasBeforeEtcd(t *testing.T) {

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // incrementLog is what one client knows about its increments: each has an id, and

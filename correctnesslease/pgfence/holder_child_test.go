@@ -13,15 +13,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/correctnesslease"
-	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 )
 
 // Environment of the holder child process.

@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/pgschema"
-	"github.com/jackc/pgx/v5"
 )
 
 // DefaultFenceColumn is the row fence column when RowSpec.FenceColumn is empty.

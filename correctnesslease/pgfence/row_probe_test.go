@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 )
 
 // probeDB is a DBTX whose UPDATE never matches and whose probe answers with a

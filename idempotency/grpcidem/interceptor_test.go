@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/idempotency"
-	"github.com/coordkit/coordkit/idempotency/grpcidem"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
@@ -20,6 +17,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/coordkit/coordkit/idempotency"
+	"github.com/coordkit/coordkit/idempotency/grpcidem"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

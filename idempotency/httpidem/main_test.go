@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/idempotency/httpidem"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

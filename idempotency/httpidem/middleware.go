@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/coordkit/coordkit/idempotency"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/idempotency"
 )
 
 // Middleware returns net/http middleware that makes the protected methods

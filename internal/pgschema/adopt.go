@@ -9,8 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // adopt handles tables that exist without a recorded version: coordkit releases

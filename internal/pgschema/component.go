@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgtx"
-	"github.com/jackc/pgx/v5"
 )
 
 // VersionTable is the table, in the component's schema, that records every applied

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/pgtext"
-	"github.com/jackc/pgx/v5"
 )
 
 // MaxIdentLen is PostgreSQL's identifier limit (NAMEDATALEN-1). The server silently

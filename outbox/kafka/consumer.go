@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/coordkit/coordkit/outbox"
 )
 
 // ConsumerConfig configures a Consumer: the inbox, the pool, the handler and

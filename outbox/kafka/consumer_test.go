@@ -11,14 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/outbox/kafka"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/kafka"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // groupFixture: a kfake cluster, records produced with known offsets, an inbox

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/outbox/kafka"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/kafka"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // exampleDB gives an example a pool on a fresh schema of the test PostgreSQL.

@@ -18,9 +18,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/coordkit/coordkit/outbox"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/coordkit/coordkit/outbox"
 )
 
 // Config configures a Publisher. The zero value is valid.

@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/outbox/kafka"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/kafka"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/outbox/kafka"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/kafka"
 )
 
 // The Publisher contract: once a message of a key fails, no later message of

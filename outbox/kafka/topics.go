@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/coordkit/coordkit/outbox"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/coordkit/coordkit/outbox"
 )
 
 // checkTopics asks the cluster for the topics' metadata (without creating them)

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/coordkit/coordkit/outbox"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ConsumerConfig configures a Consumer: the inbox, the pool, the handler and

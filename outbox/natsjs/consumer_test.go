@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/outbox/natsjs"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // consumerFixture: a stream, an outbox with a relay publishing into it, an inbox

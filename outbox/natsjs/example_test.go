@@ -8,13 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/outbox/natsjs"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/natsjs"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // exampleEnv gives an example a pool on a fresh schema of the test PostgreSQL

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/outbox/natsjs"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/coordkit/coordkit/outbox/natsjs"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func randomName() string {

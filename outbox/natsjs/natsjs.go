@@ -15,9 +15,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/coordkit/coordkit/outbox"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/coordkit/coordkit/outbox"
 )
 
 // DefaultConcurrency is Config.Concurrency's default.

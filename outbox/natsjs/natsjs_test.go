@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/outbox/natsjs"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Events go through a relay into a real JetStream stream with the event id as

@@ -13,14 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/outbox"
-	"github.com/coordkit/coordkit/outbox/natsjs"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/outbox/natsjs"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // The child relay: the test binary re-executed with these variables set.

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/testing/coordtest"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // kit holds what every check shares: a direct etcd client and a session that mints

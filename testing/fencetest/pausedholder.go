@@ -7,10 +7,11 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/coordkit/coordkit/correctnesslease"
-	"github.com/coordkit/coordkit/testing/coordtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // checkPausedHolder: the holder checks its lease and stalls before writing; its
