@@ -3,8 +3,9 @@ package pgfence
 import (
 	"context"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/coord"
 )
 
 // std is the Fence of the zero Config: table "coord_fences" on the search_path,
