@@ -228,6 +228,9 @@ func (r *runner) do(t *task) (verdict, time.Time) {
 			r.lost = true
 			r.log.Warn("schedule: the fence rejected this scheduler's token: the partition has a newer owner; firing nothing more", "fire", t.id.String(), "err", err)
 			return v, last
+		case v == duplicate:
+			r.log.Debug("schedule: fire recorded already; not run again", "fire", t.id.String(), "batch", t.batch)
+			return v, last
 		case v != retry:
 			return v, last
 		case r.ctx.Err() != nil:
