@@ -217,6 +217,13 @@ const leaseChildEnv = "COORDKIT_BENCH_LEASE_HOLDER"
 // leaseChildEnv (ownChildEnv) set, it runs leaseFailoverChild (ownTakeoverChild)
 // instead of tests.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(schedChildEnv); spec != "" {
+		if err := schedChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "schedule child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if spec := os.Getenv(ownChildEnv); spec != "" {
 		if err := ownTakeoverChild(spec); err != nil {
 			fmt.Fprintln(os.Stderr, "ownership takeover child:", err)
