@@ -28,6 +28,12 @@ func conventions(ps []*pkg) []string {
 		bad = append(bad, checkMigrations(p)...)
 		bad = append(bad, checkDocExamples(p)...)
 		bad = append(bad, checkDBVocabulary(p)...)
+		bad = append(bad, checkPackageComment(p)...)
+		bad = append(bad, checkConfigByValue(p)...)
+		bad = append(bad, checkPackageState(p)...)
+		if p.library() {
+			bad = append(bad, checkMetrics(p)...)
+		}
 	}
 	slices.Sort(bad)
 	return bad
@@ -58,10 +64,25 @@ func TestConventionsCatchViolations(t *testing.T) {
 		"Querier is a database handle; the vocabulary names it DBTX or Beginner",
 		"SchemaVersion takes a Querier; take a DBTX or a Beginner",
 		"SchemaVersion takes a Querier; it takes a DBTX in every package",
+		"NewFromPointer takes a *Config: a Config goes by value",
+		"Legacy takes an Options: configuration is a Config value",
+		"telemetry.go:13: Meter outside metrics.go",
+		`instrument named by "badfeature.requests_total": name it by a constant`,
+		"metric coordkit.badfeature.latency_ms spells its unit in its name",
+		`metric coordkit.badfeature.latency_ms has unit "ms": durations in s`,
+		"histogram coordkit.badfeature.wait in seconds without explicit bucket boundaries",
+		"metric coord.badfeature.waits does not read coordkit.badfeature.<what>",
+		`attribute key "badfeature.tenant" written at the call`,
+		"package-level variable defaultStore holds state",
+		"package-level variable hits holds state",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the fixture's violation %q was not caught; got:\n%s", want, got)
 		}
+	}
+	nodoc := loadPkg(t, "testdata/conventions/nodoc", modulePath+"/nodoc")
+	if got := strings.Join(conventions([]*pkg{nodoc}), "\n"); !strings.Contains(got, "nodoc: has no package comment") {
+		t.Errorf("a package without a comment was not caught; got:\n%s", got)
 	}
 	floor := loadPkg(t, "testdata/conventions/coord", modulePath+"/coord")
 	if got := strings.Join(conventions([]*pkg{floor}), "\n"); !strings.Contains(got, "coord is the floor: standard library only") {

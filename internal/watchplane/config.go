@@ -55,7 +55,7 @@ type Config struct {
 	// Logger receives opens, failures, re-lists and resyncs. Default
 	// slog.Default().
 	Logger *slog.Logger
-	// MeterProvider for the coord.watch.* metrics. Default
+	// MeterProvider for the coordkit.watchplane.* metrics. Default
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 }

@@ -12,13 +12,13 @@ import (
 
 // Metric names of the watch plane.
 const (
-	MetricUpstream      = "coord.watch.upstream"      // gauge: upstream etcd watches open, attrs tenant+kind
-	MetricSubscriptions = "coord.watch.subscriptions" // gauge: subscriptions served, attrs tenant+kind
-	MetricOpens         = "coord.watch.opens"         // counter: upstream watch opens, attr reason (first, resume, hung, compacted)
-	MetricRelists       = "coord.watch.relists"       // counter: root re-lists (first list excluded)
-	MetricResyncs       = "coord.watch.resyncs"       // counter: subscriber resyncs, attr reason (overflow, history, relist)
-	MetricThrottled     = "coord.watch.throttled"     // counter: opens and re-lists delayed by the tenant's reconnect budget
-	AttrKind            = "coord.kind"
+	MetricUpstream      = "coordkit.watchplane.upstream"      // gauge: upstream etcd watches open, attrs tenant+kind
+	MetricSubscriptions = "coordkit.watchplane.subscriptions" // gauge: subscriptions served, attrs tenant+kind
+	MetricOpens         = "coordkit.watchplane.opens"         // counter: upstream watch opens, attr reason (first, resume, hung, compacted)
+	MetricRelists       = "coordkit.watchplane.relists"       // counter: root re-lists (first list excluded)
+	MetricResyncs       = "coordkit.watchplane.resyncs"       // counter: subscriber resyncs, attr reason (overflow, history, relist)
+	MetricThrottled     = "coordkit.watchplane.throttled"     // counter: opens and re-lists delayed by the tenant's reconnect budget
+	AttrKind            = "coordkit.watchplane.kind"
 	AttrReason          = coord.AttrReason
 )
 
@@ -33,12 +33,12 @@ type instruments struct {
 func newInstruments(mp metric.MeterProvider, observe func(metric.Observer, metric.Int64ObservableGauge, metric.Int64ObservableGauge)) *instruments {
 	m := mp.Meter(coord.InstrumentationName + "/internal/watchplane")
 	in := &instruments{}
-	in.opens, _ = m.Int64Counter(MetricOpens, metric.WithDescription("Upstream etcd watch opens, by reason"))
-	in.relists, _ = m.Int64Counter(MetricRelists, metric.WithDescription("Re-lists of a root after a compaction or a lost history"))
-	in.resyncs, _ = m.Int64Counter(MetricResyncs, metric.WithDescription("Subscribers told to resync from the mirror, by reason"))
-	in.throttled, _ = m.Int64Counter(MetricThrottled, metric.WithDescription("Watch opens and re-lists delayed by the tenant's reconnect budget"))
-	up, _ := m.Int64ObservableGauge(MetricUpstream, metric.WithDescription("Upstream etcd watches open"))
-	subs, _ := m.Int64ObservableGauge(MetricSubscriptions, metric.WithDescription("Subscriptions served by the plane"))
+	in.opens, _ = m.Int64Counter(MetricOpens, metric.WithUnit("{open}"), metric.WithDescription("Upstream etcd watch opens, by reason"))
+	in.relists, _ = m.Int64Counter(MetricRelists, metric.WithUnit("{relist}"), metric.WithDescription("Re-lists of a root after a compaction or a lost history"))
+	in.resyncs, _ = m.Int64Counter(MetricResyncs, metric.WithUnit("{resync}"), metric.WithDescription("Subscribers told to resync from the mirror, by reason"))
+	in.throttled, _ = m.Int64Counter(MetricThrottled, metric.WithUnit("{delay}"), metric.WithDescription("Watch opens and re-lists delayed by the tenant's reconnect budget"))
+	up, _ := m.Int64ObservableGauge(MetricUpstream, metric.WithUnit("{watch}"), metric.WithDescription("Upstream etcd watches open"))
+	subs, _ := m.Int64ObservableGauge(MetricSubscriptions, metric.WithUnit("{subscription}"), metric.WithDescription("Subscriptions served by the plane"))
 	in.gauges, _ = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		observe(o, up, subs)
 		return nil

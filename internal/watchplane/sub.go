@@ -46,7 +46,7 @@ type Sub struct {
 	ended  bool
 }
 
-// Resync reasons (the coord.watch.resyncs reason attribute).
+// Resync reasons (the coordkit.watchplane.resyncs reason attribute).
 const (
 	resyncInitial  = "initial"  // From 0, or the first list reached past From
 	resyncHistory  = "history"  // From had left the root's history

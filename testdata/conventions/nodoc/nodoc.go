@@ -1,0 +1,4 @@
+package nodoc
+
+// Thing is documented, but the package is not.
+type Thing struct{}
