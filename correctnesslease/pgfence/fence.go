@@ -1,6 +1,7 @@
 package pgfence
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,13 +138,36 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 	if tok.IsZero() {
 		return ErrZeroToken
 	}
-	var rev int64
-	var restored string // the transaction's own lock_timeout, back in place
-	dest := []any{&rev}
-	if f.restores {
-		dest = append(dest, &restored)
+	g := f.newGuard(tok)
+	return g.verdict(ctx, tx, g.scan(tx.QueryRow(ctx, f.guardSQL, g.args...)))
+}
+
+// guard is one run of the guard statement for a token: its arguments and
+// where its row goes.
+type guard struct {
+	f        *Fence
+	tok      coord.Token
+	args     []any
+	rev      int64
+	restored string // the transaction's own lock_timeout, back in place
+}
+
+func (f *Fence) newGuard(tok coord.Token) *guard {
+	return &guard{f: f, tok: tok, args: append([]any{tok.Lease(), tok.Revision()}, f.settings...)}
+}
+
+// scan reads the guard statement's row.
+func (g *guard) scan(row pgx.Row) error {
+	if g.f.restores {
+		return row.Scan(&g.rev, &g.restored)
 	}
-	err := tx.QueryRow(ctx, f.guardSQL, append([]any{tok.Lease(), tok.Revision()}, f.settings...)...).Scan(dest...)
+	return row.Scan(&g.rev)
+}
+
+// verdict turns the guard statement's outcome (err: scan's) into GuardTx's
+// answer; on a stale token it reads what the fence row holds, in tx.
+func (g *guard) verdict(ctx context.Context, tx pgx.Tx, err error) error {
+	f, tok := g.f, g.tok
 	switch {
 	case err == nil:
 		return nil
@@ -153,6 +177,7 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 		return fmt.Errorf("pgfence: guard %s: %w", tok, err)
 	}
 	// The conflicting row is ours, locked, and newer than tok: read what it holds.
+	var rev int64
 	if err := tx.QueryRow(ctx, f.readSQL, tok.Lease()).Scan(&rev); err != nil {
 		return fmt.Errorf("pgfence: read fence of %q after rejecting %s: %w", tok.Lease(), tok, err)
 	}
@@ -168,33 +193,73 @@ func (f *Fence) GuardTx(ctx context.Context, tx pgx.Tx, tok coord.Token) error {
 // an idempotency key or a read-back, never by assuming. It blocks while a
 // transaction with the same lease's token is in flight (up to LockTimeout); ctx
 // cancels any step. The transaction commits only if fn returns nil.
+//
+// On a *pgxpool.Pool or a *pgx.Conn the guard is sent with BEGIN, in one round
+// trip, so a fenced transaction costs the round trips of the unfenced one; on a
+// pgx.Tx (a savepoint) or another Beginner, BEGIN is a round trip of its own.
 func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
 	if tok.IsZero() {
 		return ErrZeroToken
 	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("pgfence: begin: %w", err)
-	}
-	committed := false
-	defer func() {
-		// Also when fn panics: an open transaction would keep the fence row
-		// locked and block every later holder of the lease.
-		if !committed {
-			pgtx.Rollback(ctx, tx)
+	tx, err := f.begin(ctx, db, tok)
+	if tx != nil {
+		committed := false
+		defer func() {
+			// Also when fn panics: an open transaction would keep the fence row
+			// locked and block every later holder of the lease.
+			if !committed {
+				pgtx.Rollback(ctx, tx)
+			}
+		}()
+		if err == nil {
+			if err = fn(ctx, tx); err == nil {
+				err = commit(ctx, tx, "fenced by "+tok.String())
+				committed = err == nil
+			}
 		}
-	}()
-	if err = f.GuardTx(ctx, tx, tok); err != nil {
-		return err
 	}
-	if err = fn(ctx, tx); err != nil {
-		return err
+	return err
+}
+
+// batchBeginner sends a batch that may begin a transaction (pgx.Batch.BeginTx):
+// a *pgxpool.Pool, *pgxpool.Conn or *pgx.Conn. A pgx.Tx has SendBatch too, but
+// refuses such a batch.
+type batchBeginner interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// begin begins a transaction on db and guards it with tok. tx is nil only when
+// nothing was begun; otherwise the caller rolls it back unless it commits, also
+// when err is set (the guard's verdict).
+func (f *Fence) begin(ctx context.Context, db Beginner, tok coord.Token) (tx pgx.Tx, err error) {
+	g := f.newGuard(tok)
+	bb, ok := db.(batchBeginner)
+	if _, isTx := db.(pgx.Tx); !ok || isTx {
+		if tx, err = db.Begin(ctx); err != nil {
+			return nil, fmt.Errorf("pgfence: begin: %w", err)
+		}
+		return tx, g.verdict(ctx, tx, g.scan(tx.QueryRow(ctx, f.guardSQL, g.args...)))
 	}
-	if err = commit(ctx, tx, "fenced by "+tok.String()); err != nil {
-		return err
+	// BEGIN and the guard in one round trip. The guard's callback runs only if
+	// BEGIN succeeded; its error is the guard's.
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	guarded, gerr := false, error(nil)
+	b.Queue(f.guardSQL, g.args...).QueryRow(func(row pgx.Row) error {
+		guarded = true
+		gerr = g.scan(row)
+		return nil
+	})
+	br := bb.SendBatch(ctx, b)
+	berr := br.Close()
+	tx = br.Tx()
+	if !guarded {
+		if tx != nil {
+			pgtx.Rollback(ctx, tx) // releases a pooled connection
+		}
+		return nil, fmt.Errorf("pgfence: begin: %w", cmp.Or(berr, errors.New("guard not run")))
 	}
-	committed = true
-	return nil
+	return tx, g.verdict(ctx, tx, cmp.Or(gerr, berr))
 }
 
 // commit commits tx and classifies a failure: when ctx had ended, COMMIT is not
