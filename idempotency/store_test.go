@@ -323,17 +323,27 @@ func TestDoCommitRefusedIsNotUnknown(t *testing.T) {
 	}
 }
 
-// A connection lost when the key row and COMMIT go out is never reported as a
-// definite failure: the commit may have been delivered, so Do says
-// ErrCommitUnknown (retry with the same key), whatever the transaction status
-// the dead connection last reported.
-func TestDoConnectionLostAtCommitIsUnknown(t *testing.T) {
-	s, _ := newStore(t, idempotency.Config{})
-	key := idempotency.Key{Scope: "acme", ID: "lost-at-commit"}
+// A connection that died before the key row and COMMIT went out (here fn closes
+// it) sent nothing: nothing committed, and Do says so with a definite error, not
+// ErrCommitUnknown; a retry runs the effect. (A connection that fails while they
+// are in flight is ErrCommitUnknown: TestAmbiguousCommitRetryIsExactlyOnce.)
+func TestDoConnectionClosedBeforeCommitIsKnown(t *testing.T) {
+	s, db := newStore(t, idempotency.Config{})
+	key := idempotency.Key{Scope: "acme", ID: "closed-before-commit"}
 	_, err := s.Do(context.Background(), key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+		if _, err := effect(key, "lost")(ctx, tx); err != nil {
+			return idempotency.Response{}, err
+		}
 		return idempotency.Response{Status: 201}, tx.Conn().Close(ctx) // the connection dies before COMMIT
-	}, nil)
-	if !errors.Is(err, idempotency.ErrCommitUnknown) {
-		t.Fatalf("Do whose connection died at COMMIT = %v, want ErrCommitUnknown", err)
+	}, &idempotency.DoOpts{AssumeNew: true})
+	if err == nil || errors.Is(err, idempotency.ErrCommitUnknown) {
+		t.Fatalf("Do whose connection closed before COMMIT = %v, want a definite failure, not ErrCommitUnknown", err)
+	}
+	if n := effectCount(t, db, key); n != 0 {
+		t.Fatalf("%d effects committed on a connection closed before COMMIT", n)
+	}
+	res, err := s.Do(context.Background(), key, fp("a"), effect(key, "retry"), nil)
+	if err != nil || res.Replayed {
+		t.Fatalf("retry: %+v, %v, want the effect run", res, err)
 	}
 }
