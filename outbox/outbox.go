@@ -41,6 +41,7 @@ type Outbox struct {
 	// from the table name so two outboxes in one database never contend.
 	enqueueClass int32
 	relayClass   int32
+	leaseClass   int32 // the relay lease (see claim.go)
 	m            *metrics
 	sql          statements
 	schema       pgschema.Component
@@ -64,6 +65,7 @@ func New(cfg Config) (*Outbox, error) {
 		channel:      pgschema.Quoted(cfg.Channel),
 		enqueueClass: lockClass(cfg.Table + ":enqueue"),
 		relayClass:   lockClass(cfg.Table + ":relay"),
+		leaseClass:   lockClass(cfg.Table + ":relay-lease"),
 	}
 	m, err := newMetrics(cfg.MeterProvider, true)
 	if err != nil {

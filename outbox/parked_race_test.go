@@ -47,6 +47,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	outbox.ForceKeyed(r1) // the race is in the keyed claim
 	runRelays(t, r1)
 	gate.waitForAWaiter("relay 1's locking scan to wait at the raced key")
 

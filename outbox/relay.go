@@ -1,23 +1,18 @@
 package outbox
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/internal/pgerr"
 	"github.com/coordkit/coordkit/internal/pgtext"
 	"github.com/coordkit/coordkit/internal/pgtx"
 )
@@ -32,15 +27,19 @@ type Relay struct {
 	pub   Publisher
 	cfg   Config
 	stats relayStats
+	// Read and written by Run's goroutine only (see claim.go).
+	mode       int       // modeAuto, or a mode a test forces
+	keyedUntil time.Time // modeAuto: work keyed until then
 }
 
 type relayStats struct {
-	batches, published, failures, parked, dbErrors, wakeups atomic.Int64
+	batches, solo, published, failures, parked, dbErrors, wakeups atomic.Int64
 }
 
 // RelayStats counts what a relay did since it was created.
 type RelayStats struct {
 	Batches   int64 // transactions that claimed at least one event
+	Solo      int64 // of the Batches, those claimed holding the relay lease alone (no other relay's batch in flight)
 	Published int64 // events published and marked (or deleted)
 	Failures  int64 // failed publish attempts (retried or parked)
 	Parked    int64 // events moved to the dead-letter table
@@ -60,7 +59,7 @@ func (o *Outbox) NewRelay(db *pgxpool.Pool, pub Publisher) (*Relay, error) {
 // Stats returns the relay's counters.
 func (r *Relay) Stats() RelayStats {
 	return RelayStats{
-		Batches: r.stats.batches.Load(), Published: r.stats.published.Load(), Failures: r.stats.failures.Load(),
+		Batches: r.stats.batches.Load(), Solo: r.stats.solo.Load(), Published: r.stats.published.Load(), Failures: r.stats.failures.Load(),
 		Parked: r.stats.parked.Load(), DBErrors: r.stats.dbErrors.Load(), Wakeups: r.stats.wakeups.Load(),
 	}
 }
@@ -104,8 +103,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	clock := coord.SystemClock()
 	var nextGauge time.Time
 	errStreak := 0
+	retry := time.Duration(0) // the next short retry; 0: none pending
 	for ctx.Err() == nil {
-		n, err := r.batch(ctx)
+		n, contended, err := r.batch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -125,9 +125,18 @@ func (r *Relay) Run(ctx context.Context) error {
 			nextGauge = now.Add(time.Second)
 		}
 		if n > 0 {
+			retry = 0
 			continue // more may be waiting (a partial batch can mean other relays hold keys)
 		}
-		t := time.NewTimer(r.cfg.PollInterval)
+		wait := r.cfg.PollInterval
+		if contended {
+			// Other relays hold what is there: try again soon, backing off.
+			retry = min(max(2*retry, shortRetry), r.cfg.PollInterval)
+			wait = retry
+		} else {
+			retry = 0
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-wake:
@@ -163,9 +172,10 @@ func (r *Relay) observeOldest(ctx context.Context) {
 }
 
 // batch claims, publishes and marks one batch; it returns how many rows it
-// claimed. Once rows are claimed it finishes even if ctx is cancelled (bounded by
-// ShutdownTimeout after the cancellation).
-func (r *Relay) batch(ctx context.Context) (int, error) {
+// claimed, and when none, whether other relays held the lease or the keys
+// (contended). Once rows are claimed it finishes even if ctx is cancelled
+// (bounded by ShutdownTimeout after the cancellation).
+func (r *Relay) batch(ctx context.Context) (n int, contended bool, err error) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	// After ctx is cancelled, the batch may take ShutdownTimeout more to finish.
@@ -181,20 +191,20 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	defer stop()
 
 	// One connection, an explicit transaction driven in two round trips: BEGIN +
-	// lock + claim, mark + COMMIT (plus one to record failures, if any). On any
+	// lease + claim, mark + COMMIT (plus one to record failures, if any). On any
 	// error the transaction is rolled back (or the connection dropped by the pool,
 	// which discards a connection that is still in a transaction), which releases
 	// the key locks.
 	pc, err := r.db.Acquire(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("acquire: %w", err)
+		return 0, false, fmt.Errorf("acquire: %w", err)
 	}
 	defer pc.Release()
 	conn := pc.Conn()
 	defer pgtx.RollbackConn(ctx, conn)
-	msgs, err := r.claim(ctx, conn)
+	msgs, contended, err := r.claim(ctx, conn)
 	if err != nil || len(msgs) == 0 {
-		return 0, err
+		return 0, contended, err
 	}
 	r.stats.batches.Add(1)
 
@@ -211,59 +221,11 @@ func (r *Relay) batch(ctx context.Context) (int, error) {
 	ok, failures := r.sortOutcomes(ctx, msgs, errs)
 	lags, fellBack, err := r.record(bctx, conn, ok, failures)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	r.stats.published.Add(int64(len(ok)))
 	r.observe(bctx, msgs, lags, failures, fellBack)
-	return len(msgs), nil
-}
-
-// scanWindow bounds the locking scan, in batches: the pending rows it walks
-// looking for keys no other relay holds.
-const scanWindow = 8
-
-// claim locks up to BatchSize rows' worth of keys and returns their pending rows,
-// per key a prefix in seq order that stops before a row not yet due: one round
-// trip (BEGIN, settings, the locking scan, the claim).
-func (r *Relay) claim(ctx context.Context, tx *pgx.Conn) ([]Message, error) {
-	var msgs []Message
-	stopped := map[string]bool{}
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(batchSettings)
-	b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass, scanWindow*r.cfg.BatchSize)
-	b.Queue(r.o.sql.claim, 4*r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var m Message
-			var id pgtype.UUID
-			var payload, headers string
-			var due bool
-			if err := rows.Scan(&m.Seq, &id, &m.Topic, &m.Key, &m.Type, &payload, &headers, &m.CreatedAt, &m.Attempt, &due); err != nil {
-				return err
-			}
-			if len(msgs) >= r.cfg.BatchSize {
-				break // rows committed since the locking scan; cutting the tail keeps per-key prefixes
-			}
-			if stopped[m.Key] || !due {
-				stopped[m.Key] = true
-				continue
-			}
-			m.ID = ID(id.Bytes)
-			m.Payload = []byte(payload)
-			if headers != "{}" {
-				if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
-					return fmt.Errorf("headers of %s: %w", m.ID, err)
-				}
-			}
-			m.Attempt++
-			msgs = append(msgs, m)
-		}
-		return rows.Err()
-	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
-	}
-	return msgs, nil
+	return len(msgs), false, nil
 }
 
 // maxErrorBytes bounds the publisher error text stored in last_error.
@@ -356,94 +318,4 @@ func (r *Relay) sortOutcomes(ctx context.Context, msgs []Message, errs []error) 
 		}
 	}
 	return ok, failures
-}
-
-// record marks (or deletes) the published seqs, records the failures and
-// commits; it returns the publish lags of the marked rows and whether the
-// failures fell back to being counted only (none parked). Without failures it is
-// one round trip.
-//
-// Failures are recorded in a second round trip, behind a savepoint taken after
-// the marks: if PostgreSQL refuses to record one (a constraint, a trigger, a
-// dead-letter table that rejects the row), the marks still commit and every
-// failing event still gets its attempt counted and its backoff, with a fixed
-// error text instead — so a failure to record a failure neither republishes the
-// other keys nor lets the failing key loop without ever reaching MaxAttempts.
-func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures []failure) (lags []seqLag, fellBack bool, err error) {
-	b := &pgx.Batch{}
-	if len(ok) > 0 {
-		q := r.o.sql.markPublished
-		if r.cfg.DeleteOnPublish {
-			q = r.o.sql.deletePublished
-		}
-		b.Queue(q, ok).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var l seqLag
-				if err := rows.Scan(&l.seq, &l.ms); err != nil {
-					return err
-				}
-				lags = append(lags, l)
-			}
-			return rows.Err()
-		})
-	}
-	if len(failures) == 0 {
-		b.Queue("COMMIT")
-		err = conn.SendBatch(ctx, b).Close()
-	} else {
-		b.Queue("SAVEPOINT record_failures")
-		if err = conn.SendBatch(ctx, b).Close(); err == nil {
-			b = &pgx.Batch{}
-			for _, f := range failures {
-				if f.park {
-					b.Queue(r.o.sql.park, f.seq, f.errText)
-				} else {
-					b.Queue(r.o.sql.fail, f.seq, f.delay.Milliseconds(), f.errText)
-				}
-			}
-			b.Queue("COMMIT")
-			if err = conn.SendBatch(ctx, b).Close(); err != nil && conn.PgConn().TxStatus() == 'E' {
-				fellBack = true
-				err = r.recordFallback(ctx, conn, failures, err)
-			}
-		}
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("mark and commit: %w", err)
-	}
-	if conn.PgConn().TxStatus() != 'I' {
-		return nil, false, errors.New("mark and commit: transaction did not commit")
-	}
-	return lags, fellBack, nil
-}
-
-// recordFallback runs after PostgreSQL refused to record the failures (cause):
-// back to the savepoint (the marks stay), count each failing event's attempt
-// with a fixed, storable text, commit. If even that is refused, it commits the
-// marks alone.
-func (r *Relay) recordFallback(ctx context.Context, conn *pgx.Conn, failures []failure, cause error) error {
-	r.cfg.Logger.ErrorContext(ctx, "outbox relay: could not record publish failures; counting the attempts without their error text",
-		"table", r.cfg.Table, "err", cause)
-	// Without arguments, Exec uses the simple protocol: nothing is prepared while
-	// the transaction is aborted.
-	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT record_failures"); err != nil {
-		return err
-	}
-	text := "outbox: the publisher's error could not be recorded (SQLSTATE " + cmp.Or(pgerr.Code(cause), "unknown") + "); see the relay's log"
-	b := &pgx.Batch{}
-	for _, f := range failures {
-		b.Queue(r.o.sql.fail, f.seq, f.delay.Milliseconds(), text)
-	}
-	b.Queue("COMMIT")
-	err := conn.SendBatch(ctx, b).Close()
-	if err == nil || conn.PgConn().TxStatus() != 'E' {
-		return err
-	}
-	r.cfg.Logger.ErrorContext(ctx, "outbox relay: could not count publish failures; committing the marks alone",
-		"table", r.cfg.Table, "err", err)
-	if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT record_failures"); err != nil {
-		return err
-	}
-	_, err = conn.Exec(ctx, "COMMIT")
-	return err
 }

@@ -55,12 +55,20 @@ func TestRelayPollingFallback(t *testing.T) {
 	}
 }
 
-// Several relays, many interleaved keys, concurrent producers and a flaky,
+// Four relays, many interleaved keys, concurrent producers and a flaky,
 // slow-ish publisher: per key, no event is ever published before its predecessor
 // was, no key is published by two relays at once, and everything is published.
+// The relays choose how they claim (mode "auto": solo while the relay lease is
+// free, keyed beside others), or one claims solo and three keyed throughout
+// ("solo+keyed": the lease must keep the solo batches, which take no key locks,
+// apart from the keyed ones).
 func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
-	for _, del := range []bool{false, true} {
-		t.Run(fmt.Sprintf("delete=%v", del), func(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		del  bool
+	}{{"auto", false}, {"auto", true}, {"solo+keyed", false}, {"solo+keyed", true}} {
+		del := c.del
+		t.Run(fmt.Sprintf("%s/delete=%v", c.mode, del), func(t *testing.T) {
 			db, ob := setup(t, outbox.Config{Table: "ob", BatchSize: 37, PollInterval: 20 * time.Millisecond,
 				DeleteOnPublish: del, MaxAttempts: 1000, Backoff: coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}})
 			rec := newRecorder()
@@ -77,8 +85,15 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 			}
 			rec.delay = 2 * time.Millisecond
 			var relays []*outbox.Relay
-			for range 3 {
+			for i := range 4 {
 				r, _ := ob.NewRelay(db.Pool, rec)
+				if c.mode == "solo+keyed" {
+					if i == 0 {
+						outbox.ForceSolo(r)
+					} else {
+						outbox.ForceKeyed(r)
+					}
+				}
 				relays = append(relays, r)
 			}
 			runRelays(t, relays...)
@@ -135,22 +150,27 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 			for _, n := range next {
 				sum += n
 			}
-			total, busy := 0, 0
+			total, busy, batches, solo := 0, 0, 0, 0
 			// the last batch may still be committing its marks
 			waitFor(t, "all marked", 30*time.Second, func() bool {
-				total, busy = 0, 0
+				total, busy, batches, solo = 0, 0, 0, 0
 				for _, r := range relays {
 					s := r.Stats()
 					total += int(s.Published)
+					batches += int(s.Batches)
+					solo += int(s.Solo)
 					if s.Published > 0 {
 						busy++
 					}
 				}
 				return total >= sum
 			})
-			t.Logf("events=%d published=%d failures=%d relays busy=%d", sum, total, failures, busy)
+			t.Logf("events=%d published=%d failures=%d relays busy=%d batches=%d (solo %d)", sum, total, failures, busy, batches, solo)
 			if failures == 0 || busy < 2 {
 				t.Fatalf("test did not exercise retries (%d) or parallel relays (%d busy)", failures, busy)
+			}
+			if c.mode == "solo+keyed" && (solo == 0 || solo == batches) {
+				t.Fatalf("%d of %d batches solo: the test did not exercise both claims side by side", solo, batches)
 			}
 			if total != sum {
 				t.Fatalf("marked %d, want %d", total, sum)

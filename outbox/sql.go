@@ -4,6 +4,8 @@ package outbox
 type statements struct {
 	insert, insertNotify           string
 	insertBatch, insertBatchNotify string
+	soloLease, keyedLease          string
+	soloClaim                      string
 	lockKeys, claim                string
 	markPublished, deletePublished string
 	fail, park                     string
@@ -13,20 +15,29 @@ type statements struct {
 }
 
 // The transaction-local settings by which the locking scan hands the claim its
-// keys and seq range.
+// keys and seq range, and the relay lease its batch holds (leaseSolo, leaseKeyed,
+// or ” when another relay's batch held it).
 const (
-	claimKeys = "coordkit.outbox_claim_keys"
-	claimMin  = "coordkit.outbox_claim_min"
-	claimMax  = "coordkit.outbox_claim_max"
+	claimKeys  = "coordkit.outbox_claim_keys"
+	claimMin   = "coordkit.outbox_claim_min"
+	claimMax   = "coordkit.outbox_claim_max"
+	claimLease = "coordkit.outbox_lease"
 )
 
-// batchSettings, first in a relay's transaction: custom plans always (a cached
-// generic plan of the claim statements, which cannot see the batch size and the
-// seq bound, can read every pending row), and a commit that does not wait for
-// its flush (a mark lost in a server crash only means the batch is published
-// again — at least once, the inbox absorbs it — so lower lag, no loss).
-const batchSettings = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true) IS NULL,
+// batchSettings, first in a relay's transaction with the lease: custom plans
+// always (a cached generic plan of the claim statements, which cannot see the
+// batch size and the seq bound, can read every pending row), and a commit that
+// does not wait for its flush (a mark lost in a server crash only means the
+// batch is published again — at least once, the inbox absorbs it — so lower lag,
+// no loss).
+const batchSettings = `set_config('plan_cache_mode', 'force_custom_plan', true) IS NULL,
   set_config('synchronous_commit', 'off', true) IS NULL`
+
+// leaseStatement takes the relay lease ($1: its class) with try, the advisory
+// lock function of the mode, and records what it got in claimLease.
+func leaseStatement(try, mode string) string {
+	return `SELECT set_config('` + claimLease + `', CASE WHEN ` + try + `($1::int4, 0) THEN '` + mode + `' ELSE '' END, true), ` + batchSettings
+}
 
 const cols = `id, aggregatetype, aggregateid, type, payload, payload_json, headers`
 
@@ -45,28 +56,50 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	s.insertBatch = batch + ` ORDER BY u.ord`
 	s.insertBatchNotify = batch + `, (SELECT pg_notify($9, '')) n ORDER BY u.ord`
 
-	// Scan pending rows in seq order, skipping keys that are parked or whose head
+	s.soloLease = leaseStatement("pg_try_advisory_xact_lock", leaseSolo)
+	s.keyedLease = leaseStatement("pg_try_advisory_xact_lock_shared", leaseKeyed)
+	// The solo claim (the lease held exclusively, so no other relay holds a key):
+	// the pending rows in seq order, past the keys that are parked or whose head
+	// waits for a retry; the LIMIT cuts the tail, so every key's rows are a prefix
+	// from its head. Nothing without the lease (a one-time filter).
+	s.soloClaim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
+  o.next_attempt_at <= clock_timestamp()
+FROM ` + t + ` o
+WHERE current_setting('` + claimLease + `') = '` + leaseSolo + `'
+  AND o.published_at IS NULL
+  AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
+  AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
+                            AND r.next_attempt_at > clock_timestamp())
+ORDER BY o.seq LIMIT $1`
+
+	// Keyed: scan pending rows in seq order, skipping keys that are parked or whose head
 	// waits for a retry (NOT IN over small sets: hashed once per statement), and
 	// try-lock each row's key: a key already driven by another relay fails the
-	// try-lock and is skipped; the scan stops after $1 rows of keys this relay now
-	// holds, or after $3 pending rows (a window, so that a relay finding every key
-	// taken walks a bounded stretch instead of the whole backlog, try-locking each
-	// row). It hands the claim, through transaction-local settings (so both
-	// statements go in one round trip), the locked keys, the highest seq reached
-	// and the window's first seq (the head of the pending rows it could claim);
-	// it returns how many rows it reached.
-	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(o.aggregateid)::text, '{}'), true) IS NULL,
-  set_config('` + claimMax + `', coalesce(max(o.seq), 0)::text, true) IS NULL,
-  set_config('` + claimMin + `', coalesce(min(o.head), 0)::text, true) IS NULL, count(*) FROM (
-  SELECT w.aggregateid, w.seq, w.head FROM (
+	// try-lock and is skipped; the scan stops after $1 + 1 rows (of keys this relay
+	// now holds, and the window's first row whatever its key), or after $3 pending rows
+	// (a window, so that a relay finding every key taken walks a bounded stretch
+	// instead of the whole backlog, try-locking each row). It hands the claim,
+	// through transaction-local settings (so both statements go in one round trip),
+	// the locked keys, the highest seq of theirs it reached and the window's first
+	// seq (the head of the pending rows it could claim); it returns how many rows
+	// of locked keys it reached, and how many rows in all: one or more with none
+	// locked means every key it met was taken (the relay retries shortly). Nothing
+	// without the lease (a one-time filter).
+	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(o.aggregateid) FILTER (WHERE o.locked)::text, '{}'), true) IS NULL,
+  set_config('` + claimMax + `', coalesce(max(o.seq) FILTER (WHERE o.locked), 0)::text, true) IS NULL,
+  set_config('` + claimMin + `', coalesce(min(o.head), 0)::text, true) IS NULL,
+  count(*) FILTER (WHERE o.locked), count(*) FROM (
+  SELECT w.aggregateid, w.seq, w.head, l.locked FROM (
     SELECT o.aggregateid, o.seq, first_value(o.seq) OVER (ORDER BY o.seq) AS head FROM ` + t + ` o
-    WHERE o.published_at IS NULL
+    WHERE current_setting('` + claimLease + `') = '` + leaseKeyed + `'
+      AND o.published_at IS NULL
       AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
       AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
                                 AND r.next_attempt_at > clock_timestamp())
-    ORDER BY o.seq LIMIT $3) w
-  WHERE pg_try_advisory_xact_lock($2::int4, hashtext(w.aggregateid))
-  ORDER BY w.seq LIMIT $1) o`
+    ORDER BY o.seq LIMIT $3) w,
+    LATERAL (SELECT pg_try_advisory_xact_lock($2::int4, hashtext(w.aggregateid)) AS locked) l
+  WHERE l.locked OR w.seq = w.head
+  ORDER BY w.seq LIMIT $1 + 1) o`
 	// With the key locks held, a fresh snapshot (the next statement): the pending
 	// rows of the keys the scan locked (only those: rows of keys held elsewhere or
 	// waiting for a retry must not fill the LIMIT and starve this relay), in seq

@@ -1,0 +1,148 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// How a relay claims a batch. Every batch takes the relay lease first, a
+// transaction-scoped advisory lock of the table's relays, in the round trip that
+// begins it:
+//
+//   - solo: the lease exclusively. No other relay's batch is in flight, so none
+//     holds a key: one statement reads the batch — the pending rows in seq order,
+//     past the keys that are parked or wait for a retry — with no key locks. A
+//     relay works solo while it finds the lease free.
+//   - keyed: the lease shared, beside the other relays' keyed batches; each key
+//     is then driven by one relay at a time through its key lock (lockKeys, then
+//     the claim; see buildStatements). A relay that found the lease held works
+//     keyed for soloPause, then tries solo again.
+//
+// The lease is what makes the solo claim safe: a solo batch and any other batch
+// exclude each other for their whole transaction (claim, publish, mark), and
+// whatever a previous batch committed — marks, failures, parkings — is in the
+// solo claim's snapshot, taken after the lease. Requeue, Discard and
+// LockParkedTx take only the key lock: a solo claim never reads a parked key, and
+// a requeued or discarded key is read whole, from its head, by the first claim
+// whose snapshot has it.
+const soloPause = 10 * time.Second
+
+// Short retries: a keyed batch that claimed nothing, while other relays held the
+// lease or the keys, tries again after shortRetry, doubling each time up to
+// PollInterval, instead of waiting for the next NOTIFY or poll (a NOTIFY does not
+// come for events that are already there, only held).
+const shortRetry = 2 * time.Millisecond
+
+// The lease values the first statement of a batch sets (coordkit.outbox_lease).
+const (
+	leaseSolo  = "solo"
+	leaseKeyed = "keyed"
+)
+
+// scanWindow bounds the locking scan, in batches: the pending rows it walks
+// looking for keys no other relay holds.
+const scanWindow = 8
+
+// claim begins a transaction on conn, takes the relay lease and claims up to
+// BatchSize rows — per key a prefix in seq order that stops before a row not yet
+// due — in one round trip. contended reports that the batch claimed nothing
+// because other relays held the lease or every key it reached.
+func (r *Relay) claim(ctx context.Context, conn *pgx.Conn) (msgs []Message, contended bool, err error) {
+	solo := r.solo()
+	var lease string
+	var locked, reached int64
+	scanLease := func(row pgx.Row) error {
+		var plans, commits bool
+		return row.Scan(&lease, &plans, &commits)
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	if solo {
+		b.Queue(r.o.sql.soloLease, r.o.leaseClass).QueryRow(scanLease)
+		b.Queue(r.o.sql.soloClaim, r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
+			msgs, err = r.scanClaim(rows)
+			return err
+		})
+	} else {
+		b.Queue(r.o.sql.keyedLease, r.o.leaseClass).QueryRow(scanLease)
+		b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass, scanWindow*r.cfg.BatchSize).QueryRow(func(row pgx.Row) error {
+			var keys, upper, lower bool
+			return row.Scan(&keys, &upper, &lower, &locked, &reached)
+		})
+		b.Queue(r.o.sql.claim, 4*r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
+			msgs, err = r.scanClaim(rows)
+			return err
+		})
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, false, fmt.Errorf("claim: %w", err)
+	}
+	switch {
+	case lease == "" && solo:
+		// Another relay's batch holds the lease: work keyed for a while.
+		r.keyedUntil = time.Now().Add(soloPause)
+		return nil, true, nil
+	case lease == "":
+		return nil, true, nil // a solo batch holds it
+	}
+	if solo && len(msgs) > 0 {
+		r.stats.solo.Add(1)
+	}
+	return msgs, !solo && len(msgs) == 0 && locked == 0 && reached > 0, nil
+}
+
+// solo reports whether the next batch tries the lease exclusively.
+func (r *Relay) solo() bool {
+	switch r.mode {
+	case modeSolo:
+		return true
+	case modeKeyed:
+		return false
+	}
+	return !time.Now().Before(r.keyedUntil)
+}
+
+// Relay modes (tests force one; relays choose).
+const (
+	modeAuto = iota
+	modeSolo
+	modeKeyed
+)
+
+// scanClaim reads a claim's rows: per key, the rows up to the first one not yet
+// due, at most BatchSize in all (a cut tail keeps every key's rows a prefix).
+func (r *Relay) scanClaim(rows pgx.Rows) ([]Message, error) {
+	var msgs []Message
+	stopped := map[string]bool{}
+	for rows.Next() {
+		var m Message
+		var id pgtype.UUID
+		var payload, headers string
+		var due bool
+		if err := rows.Scan(&m.Seq, &id, &m.Topic, &m.Key, &m.Type, &payload, &headers, &m.CreatedAt, &m.Attempt, &due); err != nil {
+			return nil, err
+		}
+		if len(msgs) >= r.cfg.BatchSize {
+			break // rows committed since the locking scan; cutting the tail keeps per-key prefixes
+		}
+		if stopped[m.Key] || !due {
+			stopped[m.Key] = true
+			continue
+		}
+		m.ID = ID(id.Bytes)
+		m.Payload = []byte(payload)
+		if headers != "{}" {
+			if err := json.Unmarshal([]byte(headers), &m.Headers); err != nil {
+				return nil, fmt.Errorf("headers of %s: %w", m.ID, err)
+			}
+		}
+		m.Attempt++
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
