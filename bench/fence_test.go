@@ -4,9 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,8 +21,9 @@ import (
 //	cd bench && go test -run '^$' -bench 'Fence' -benchtime 3000x .
 //
 // FenceTx: BEGIN; UPDATE accounts; INSERT ledger; COMMIT — plain, and through
-// pgfence.Exec (the same transaction plus GuardTx: one INSERT … ON CONFLICT DO UPDATE
-// on the fence row). Target fenced/plain ≤ 1.25 (p50).
+// pgfence.Exec (the same transaction plus the guard: one INSERT … ON CONFLICT DO
+// UPDATE on the fence row, sent with BEGIN: 4 round trips each). Target
+// guardtx/plain ≤ 1.1 (p50).
 //
 // FenceTxTimeouts: the same fenced transaction through pgfence.Exec with its
 // default idle and lock timeouts (sent with the guard, same round trip) and with
@@ -34,17 +33,18 @@ import (
 // pgfence.RowUpdater (SET …, fence = $tok WHERE id = $2 AND fence <= $tok).
 // Target fenced/plain ≤ 1.05 (p50).
 
-func newFenceBench(b *testing.B) (*pgxpool.Pool, *pgfence.Fence, coord.Token) {
+func newFenceBench(b *testing.B) (*pgxpool.Pool, *coordtest.RoundTrips, *pgfence.Fence, coord.Token) {
 	db := coordtest.Postgres(b)
+	pool, rt := countedPool(b, db, 4)
 	ctx := context.Background()
 	f, err := pgfence.New(pgfence.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := f.Migrate(ctx, db.Pool); err != nil {
+	if err := f.Migrate(ctx, pool); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.Pool.Exec(ctx, `
+	if _, err := pool.Exec(ctx, `
 		CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL, fence bigint NOT NULL DEFAULT 0);
 		INSERT INTO accounts (id, balance) SELECT g, 0 FROM generate_series(1, 2) g;
 		CREATE TABLE ledger (id bigserial PRIMARY KEY, account int NOT NULL, amount bigint NOT NULL)`); err != nil {
@@ -54,42 +54,28 @@ func newFenceBench(b *testing.B) (*pgxpool.Pool, *pgfence.Fence, coord.Token) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return db.Pool, f, tok
+	return pool, rt, f, tok
 }
 
-func fenceP50(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// pairs runs a and b once per iteration, alternating which goes first, and reports
-// each one's p50 and the ratio b/a.
-func fencePairs(bm *testing.B, nameA, nameB string, a, b func() error) {
-	da := make([]time.Duration, 0, bm.N)
-	db := make([]time.Duration, 0, bm.N)
-	timed := func(f func() error, into *[]time.Duration) {
-		start := time.Now()
-		if err := f(); err != nil {
-			bm.Fatal(err)
-		}
-		*into = append(*into, time.Since(start))
-	}
+// fencePairs runs a and b once per iteration, alternating which goes first, and
+// reports each one's p50 and round trips and the ratio b/a ("<b>/<a>").
+func fencePairs(bm *testing.B, rt *coordtest.RoundTrips, nameA, nameB string, a, b func() error) {
+	t := newOpTimer(rt)
 	bm.ResetTimer()
 	for i := 0; i < bm.N; i++ {
-		if i%2 == 0 {
-			timed(a, &da)
-			timed(b, &db)
-		} else {
-			timed(b, &db)
-			timed(a, &da)
+		first, second, f1, f2 := nameA, nameB, a, b
+		if i%2 == 1 {
+			first, second, f1, f2 = nameB, nameA, b, a
+		}
+		if err := t.time(first, f1); err != nil {
+			bm.Fatal(err)
+		}
+		if err := t.time(second, f2); err != nil {
+			bm.Fatal(err)
 		}
 	}
 	bm.StopTimer()
-	pa, pb := fenceP50(da), fenceP50(db)
-	bm.ReportMetric(float64(pa.Microseconds()), nameA+"-p50-µs")
-	bm.ReportMetric(float64(pb.Microseconds()), nameB+"-p50-µs")
-	bm.ReportMetric(float64(pb)/float64(pa), "ratio-p50")
+	t.report(bm, nameA, nameB)
 }
 
 // fenceTxWork is the transaction FenceTx and FenceTxTimeouts measure.
@@ -102,7 +88,7 @@ func fenceTxWork(ctx context.Context, tx pgx.Tx) error {
 }
 
 func BenchmarkFenceTx(b *testing.B) {
-	pool, f, tok := newFenceBench(b)
+	pool, rt, f, tok := newFenceBench(b)
 	ctx := context.Background()
 	work := fenceTxWork
 	plain := func() error { return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return work(ctx, tx) }) }
@@ -115,11 +101,11 @@ func BenchmarkFenceTx(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	fencePairs(b, "plain", "guardtx", plain, fenced)
+	fencePairs(b, rt, "plain", "guardtx", plain, fenced)
 }
 
 func BenchmarkFenceTxTimeouts(b *testing.B) {
-	pool, f, tok := newFenceBench(b)
+	pool, rt, f, tok := newFenceBench(b)
 	ctx := context.Background()
 	untimed, err := pgfence.New(pgfence.Config{IdleTimeout: -1, LockTimeout: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -135,11 +121,11 @@ func BenchmarkFenceTxTimeouts(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	fencePairs(b, "untimed", "timeouts", without, with)
+	fencePairs(b, rt, "untimed", "timeouts", without, with)
 }
 
 func BenchmarkFenceRow(b *testing.B) {
-	pool, f, tok := newFenceBench(b)
+	pool, rt, f, tok := newFenceBench(b)
 	ctx := context.Background()
 	u, err := f.RowUpdater(pgfence.RowSpec{Table: "accounts", Set: []string{"balance"}, Key: []string{"id"}})
 	if err != nil {
@@ -164,5 +150,5 @@ func BenchmarkFenceRow(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	fencePairs(b, "plain", "fenced", plain, fenced)
+	fencePairs(b, rt, "plain", "fenced", plain, fenced)
 }

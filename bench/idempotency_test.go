@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -48,6 +47,7 @@ import (
 
 type idemBench struct {
 	pool  *pgxpool.Pool
+	rt    *coordtest.RoundTrips
 	store *idempotency.Store
 	seq   atomic.Int64
 }
@@ -55,16 +55,7 @@ type idemBench struct {
 func newIdemBench(b *testing.B) *idemBench {
 	db := coordtest.Postgres(b)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.MaxConns = 20
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
+	pool, rt := countedPool(b, db, 20)
 	store, err := idempotency.New(pool, idempotency.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -82,7 +73,7 @@ func newIdemBench(b *testing.B) *idemBench {
 			b.Fatal(err)
 		}
 	}
-	return &idemBench{pool: pool, store: store}
+	return &idemBench{pool: pool, rt: rt, store: store}
 }
 
 var idemBody = []byte(`{"id":"ch_1234567890","amount":1000,"currency":"EUR","status":"succeeded"}`)
@@ -96,34 +87,11 @@ func (e *idemBench) key() idempotency.Key {
 	return idempotency.Key{Scope: "tenant-1", ID: "key-" + strconv.FormatInt(e.seq.Add(1), 10)}
 }
 
-type idemTimer map[string][]time.Duration
-
-func (t idemTimer) time(name string, f func() error) error {
-	start := time.Now()
-	err := f()
-	t[name] = append(t[name], time.Since(start))
-	return err
-}
-
-func (t idemTimer) p50(name string) float64 {
-	d := slices.Clone(t[name])
-	slices.Sort(d)
-	return float64(d[len(d)/2]) / float64(time.Microsecond)
-}
-
-func (t idemTimer) report(b *testing.B, base string, names ...string) {
-	b.ReportMetric(t.p50(base), base+"-p50-µs")
-	for _, n := range names {
-		b.ReportMetric(t.p50(n), n+"-p50-µs")
-		b.ReportMetric(t.p50(n)/t.p50(base), n+"/"+base)
-	}
-}
-
 func BenchmarkIdempotencyNewKey(b *testing.B) {
 	e := newIdemBench(b)
 	ctx := context.Background()
 	fp := idempotency.FingerprintOf([]byte("POST"), []byte("/charges"), idemBody)
-	t := idemTimer{}
+	t := newOpTimer(e.rt)
 	variants := []struct {
 		name string
 		run  func() error
@@ -242,7 +210,7 @@ func BenchmarkIdempotencyReplay(b *testing.B) {
 		return nil
 	}
 
-	t := idemTimer{}
+	t := newOpTimer(e.rt)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		n := strconv.Itoa(i % keys)
@@ -271,9 +239,7 @@ func BenchmarkIdempotencyReplay(b *testing.B) {
 	}
 	b.StopTimer()
 	t.report(b, "pk", "replay")
-	b.ReportMetric(t.p50("http-pk"), "http-pk-p50-µs")
-	b.ReportMetric(t.p50("http-replay"), "http-replay-p50-µs")
-	b.ReportMetric(t.p50("http-replay")/t.p50("http-pk"), "http-replay/http-pk")
+	t.report(b, "http-pk", "http-replay")
 }
 
 // BenchmarkIdempotencyReplayParallel16: replays per second with 16 goroutines,
@@ -292,8 +258,10 @@ func BenchmarkIdempotencyReplayParallel16(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	run := func(per int, f func(i int) error) float64 {
+	trips := map[string][2]int64{} // round trips, operations
+	run := func(name string, per int, f func(i int) error) float64 {
 		var n atomic.Int64
+		rt0 := e.rt.Count()
 		start := time.Now()
 		done := make(chan error, 16)
 		for range 16 {
@@ -312,7 +280,10 @@ func BenchmarkIdempotencyReplayParallel16(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		return float64(n.Load()) / time.Since(start).Seconds()
+		rate := float64(n.Load()) / time.Since(start).Seconds()
+		c := trips[name]
+		trips[name] = [2]int64{c[0] + e.rt.Count() - rt0, c[1] + n.Load()}
+		return rate
 	}
 	pkRead := func(i int) error {
 		var body []byte
@@ -322,18 +293,21 @@ func BenchmarkIdempotencyReplayParallel16(b *testing.B) {
 		_, err := e.store.Do(ctx, idempotency.Key{Scope: "tenant-1", ID: "r" + strconv.Itoa(i)}, fp, idemEffect, nil)
 		return err
 	}
-	run(20, pkRead) // warm up: open the pool's connections, prepare statements
-	run(20, replay)
+	run("warm", 20, pkRead) // warm up: open the pool's connections, prepare statements
+	run("warm", 20, replay)
 	b.ResetTimer()
 	// Alternate in slices so drifting load hits both alike.
 	per := max(b.N/4, 1) // per goroutine and slice: 16 × b.N ops in all
 	var pk, rp float64
 	for range 4 {
-		pk += run(per, pkRead) / 4
-		rp += run(per, replay) / 4
+		pk += run("pk", per, pkRead) / 4
+		rp += run("replay", per, replay) / 4
 	}
 	b.StopTimer()
 	b.ReportMetric(pk, "pk-ops/s")
 	b.ReportMetric(rp, "replay-ops/s")
 	b.ReportMetric(rp/pk, "replay/pk-throughput")
+	for _, n := range []string{"pk", "replay"} {
+		b.ReportMetric(float64(trips[n][0])/float64(trips[n][1]), n+"-rt")
+	}
 }

@@ -75,29 +75,33 @@ func (p *noopPublisher) Publish(_ context.Context, msgs []outbox.Message) []erro
 // rawDrain is the textbook relay: claim a batch with FOR UPDATE SKIP LOCKED,
 // "publish", mark (or delete), commit; workers loops run side by side (no
 // per-key order across them).
-func rawDrain(b *testing.B, db *pgxpool.Pool, del bool, workers int) int {
-	var total atomic.Int64
+func rawDrain(b *testing.B, db *pgxpool.Pool, del bool, workers int) (events, batches int) {
+	var total, txs atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			total.Add(int64(rawDrainLoop(b, db, del)))
+			n, t := rawDrainLoop(b, db, del)
+			total.Add(int64(n))
+			txs.Add(int64(t))
 		}()
 	}
 	wg.Wait()
-	return int(total.Load())
+	return int(total.Load()), int(txs.Load())
 }
 
-func rawDrainLoop(b *testing.B, db *pgxpool.Pool, del bool) int {
+// rawDrainLoop drains until a claim finds nothing; it returns the events it
+// drained and its transactions (the last one empty).
+func rawDrainLoop(b *testing.B, db *pgxpool.Pool, del bool) (total, txs int) {
 	ctx := context.Background()
-	total := 0
 	mark := `UPDATE ob SET published_at = clock_timestamp() WHERE seq = ANY($1)`
 	if del {
 		mark = `DELETE FROM ob WHERE seq = ANY($1)`
 	}
 	for {
 		var seqs []int64
+		txs++
 		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `SELECT seq, id::text, aggregatetype, aggregateid, type, payload, headers::text FROM ob
 WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, outboxBatch)
@@ -120,36 +124,35 @@ WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`, outbox
 		})
 		if err != nil {
 			b.Error(err)
-			return total
+			return total, txs
 		}
 		if len(seqs) == 0 {
-			return total
+			return total, txs
 		}
 		total += len(seqs)
 	}
 }
 
 // benchPool is a pool on db's schema with room for several relays (each holds
-// a LISTEN connection beside its batches) and producers.
-func benchPool(b *testing.B, db *coordtest.PostgresDB, maxConns int) *pgxpool.Pool {
+// a LISTEN connection beside its batches) and producers, counting its round
+// trips.
+func benchPool(b *testing.B, db *coordtest.PostgresDB, maxConns int) (*pgxpool.Pool, *coordtest.RoundTrips) {
 	b.Helper()
-	p, err := pgxpool.New(context.Background(), db.URL+"&pool_max_conns="+strconv.Itoa(maxConns))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(p.Close)
-	return p
+	return countedPool(b, db, int32(maxConns))
 }
 
-// runRelaysUntil runs relays relays until published() reaches want.
-func runRelaysUntil(b *testing.B, ob *outbox.Outbox, db *pgxpool.Pool, pub outbox.Publisher, relays int, want int64, published func() int64) {
+// runRelaysUntil runs relays relays until published() reaches want; it returns
+// the sum of their stats.
+func runRelaysUntil(b *testing.B, ob *outbox.Outbox, db *pgxpool.Pool, pub outbox.Publisher, relays int, want int64, published func() int64) outbox.RelayStats {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var rs []*outbox.Relay
 	for range relays {
 		r, err := ob.NewRelay(db, pub)
 		if err != nil {
 			b.Fatal(err)
 		}
+		rs = append(rs, r)
 		wg.Add(1)
 		go func() { defer wg.Done(); r.Run(ctx) }()
 	}
@@ -158,6 +161,13 @@ func runRelaysUntil(b *testing.B, ob *outbox.Outbox, db *pgxpool.Pool, pub outbo
 	}
 	cancel()
 	wg.Wait()
+	var sum outbox.RelayStats
+	for _, r := range rs {
+		s := r.Stats()
+		sum.Batches += s.Batches
+		sum.Solo += s.Solo
+	}
+	return sum
 }
 
 // orderChecker is a no-op publisher that checks per-key order on the preloaded
@@ -211,20 +221,25 @@ func BenchmarkOutboxDrain(b *testing.B) {
 		del := mode == "delete"
 		for _, par := range []int{1, 4} {
 			b.Run(fmt.Sprintf("%s-%d", mode, par), func(b *testing.B) {
-				var raw, relay, ratio []float64
+				var raw, relay, ratio, rawRT, relayRT, solo []float64
 				for i := range pairs * b.N {
-					var r, c float64
+					var r, c drained
 					if i%2 == 0 {
 						r, c = drainRaw(b, n, del, par), drainRelay(b, n, del, par)
 					} else {
 						c, r = drainRelay(b, n, del, par), drainRaw(b, n, del, par)
 					}
-					raw, relay, ratio = append(raw, r), append(relay, c), append(ratio, c/r)
-					b.Logf("pair %d: raw %.0f, relay %.0f events/s: %.2f×", i+1, r, c, c/r)
+					raw, relay, ratio = append(raw, r.rate), append(relay, c.rate), append(ratio, c.rate/r.rate)
+					rawRT, relayRT, solo = append(rawRT, r.rt), append(relayRT, c.rt), append(solo, c.solo)
+					b.Logf("pair %d: raw %.0f, relay %.0f events/s: %.2f× (round trips per transaction: raw %.2f, relay %.2f; relay batches solo: %.0f %%)",
+						i+1, r.rate, c.rate, c.rate/r.rate, r.rt, c.rt, 100*c.solo)
 				}
 				b.ReportMetric(median(raw), "raw-events/s")
 				b.ReportMetric(median(relay), "relay-events/s")
 				b.ReportMetric(median(ratio), "relay/raw")
+				b.ReportMetric(median(rawRT), "raw-rt/tx")
+				b.ReportMetric(median(relayRT), "relay-rt/tx")
+				b.ReportMetric(median(solo), "relay-solo-share")
 			})
 		}
 	}
@@ -238,30 +253,39 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// drainRaw drains a fresh backlog of n events with workers raw loops; events/s.
-func drainRaw(b *testing.B, n int, del bool, workers int) float64 {
+// drained is one drain's throughput, its round trips per transaction, and (for
+// relays) the share of its batches claimed solo.
+type drained struct{ rate, rt, solo float64 }
+
+// drainRaw drains a fresh backlog of n events with workers raw loops.
+func drainRaw(b *testing.B, n int, del bool, workers int) drained {
 	db := coordtest.Postgres(b)
-	pool := benchPool(b, db, 2*workers+2)
+	pool, rt := benchPool(b, db, 2*workers+2)
 	newBenchOutbox(b, pool, outbox.Config{})
 	preload(b, pool, n)
+	rt0 := rt.Count()
 	start := time.Now()
-	if got := rawDrain(b, pool, del, workers); got != n {
+	got, txs := rawDrain(b, pool, del, workers)
+	if got != n {
 		b.Fatalf("drained %d of %d", got, n)
 	}
-	return float64(n) / time.Since(start).Seconds()
+	return drained{rate: float64(n) / time.Since(start).Seconds(), rt: float64(rt.Count()-rt0) / float64(txs)}
 }
 
 // drainRelay drains a fresh backlog of n events with relays relays, checking
-// per-key order; events/s.
-func drainRelay(b *testing.B, n int, del bool, relays int) float64 {
+// per-key order. Its round trips per transaction count every round trip the
+// relays made (LISTEN, gauges, empty claims) against the batches that claimed.
+func drainRelay(b *testing.B, n int, del bool, relays int) drained {
 	db := coordtest.Postgres(b)
-	pool := benchPool(b, db, 2*relays+2)
+	pool, rt := benchPool(b, db, 2*relays+2)
 	ob := newBenchOutbox(b, pool, outbox.Config{BatchSize: outboxBatch, DeleteOnPublish: del, PruneInterval: time.Hour})
 	preload(b, pool, n)
 	pub := newOrderChecker(b, pool, n)
+	rt0 := rt.Count()
 	start := time.Now()
-	runRelaysUntil(b, ob, pool, pub, relays, int64(n), pub.n.Load)
+	stats := runRelaysUntil(b, ob, pool, pub, relays, int64(n), pub.n.Load)
 	rate := float64(n) / time.Since(start).Seconds()
+	trips := rt.Count() - rt0
 	var left int
 	pool.QueryRow(context.Background(), `SELECT count(*) FROM ob WHERE published_at IS NULL`).Scan(&left)
 	if left != 0 {
@@ -270,7 +294,7 @@ func drainRelay(b *testing.B, n int, del bool, relays int) float64 {
 	if v := pub.violations.Load(); v != 0 {
 		b.Fatalf("%d events handed over before their key's previous event", v)
 	}
-	return rate
+	return drained{rate: rate, rt: float64(trips) / float64(stats.Batches), solo: float64(stats.Solo) / float64(stats.Batches)}
 }
 
 type countingWatermillPublisher struct{ n atomic.Int64 }
@@ -386,7 +410,7 @@ func benchLag(b *testing.B, relays, producers, perSecond int) {
 	const seconds = 10
 	for range b.N {
 		db := coordtest.Postgres(b)
-		pool := benchPool(b, db, producers+3*relays+2)
+		pool, _ := benchPool(b, db, producers+3*relays+2)
 		ob := newBenchOutbox(b, pool, outbox.Config{})
 		var mu sync.Mutex
 		var lags []float64
