@@ -26,10 +26,11 @@ import (
 // The lease is what makes the solo claim safe: a solo batch and any other batch
 // exclude each other for their whole transaction (claim, publish, mark), and
 // whatever a previous batch committed — marks, failures, parkings — is in the
-// solo claim's snapshot, taken after the lease. Requeue, Discard and
-// LockParkedTx take only the key lock: a solo claim never reads a parked key, and
-// a requeued or discarded key is read whole, from its head, by the first claim
-// whose snapshot has it.
+// solo claim's snapshot, taken after the lease. The operator's verbs on parked
+// events (ParkedRequeue, ParkedDiscard, ParkedLockTx and their bulk forms) take
+// only key locks: a solo claim never reads a parked key, and a requeued or
+// discarded key is read whole, from its head, by the first claim whose snapshot
+// has it.
 const soloPause = 10 * time.Second
 
 // Short retries: a keyed batch that claimed nothing, while other relays held the
