@@ -212,10 +212,11 @@ func leaseMedian(v []float64) float64 {
 // leaseChildEnv carries "endpoint|variant|name|ttlSeconds" to the holder child.
 const leaseChildEnv = "COORDKIT_BENCH_LEASE_HOLDER"
 
-// TestMain lets the bench binary play the holder process of BenchmarkLeaseFailover
-// and the member process of BenchmarkOwnershipTakeover: re-executed with
-// leaseChildEnv (ownChildEnv) set, it runs leaseFailoverChild (ownTakeoverChild)
-// instead of tests.
+// TestMain lets the bench binary play the holder process of BenchmarkLeaseFailover,
+// the member process of BenchmarkOwnershipTakeover and the producers of
+// BenchmarkOutboxLag: re-executed with leaseChildEnv (ownChildEnv,
+// outboxProducerEnv) set, it runs leaseFailoverChild (ownTakeoverChild,
+// outboxProducerChild) instead of tests.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(schedChildEnv); spec != "" {
 		if err := schedChild(spec); err != nil {
@@ -229,6 +230,13 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "ownership takeover child:", err)
 			os.Exit(1)
 		}
+	}
+	if spec := os.Getenv(outboxProducerEnv); spec != "" {
+		if err := outboxProducerChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "outbox producer child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if spec := os.Getenv(leaseChildEnv); spec != "" {
 		if err := leaseFailoverChild(spec); err != nil {
