@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -48,88 +47,6 @@ func (b *batchSizes) batches() []int {
 func lastValue(t *testing.T, db *coordtest.PostgresDB, seq string) int {
 	t.Helper()
 	return count(t, db.Pool, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM `+seq)
-}
-
-// A relay facing held keys — the only pending row belongs to a key it cannot
-// lock (held by "another relay": the try-lock answers false), no NOTIFY — makes
-// an empty claim and then retries shortly, since the holder will let go, but
-// backs off: the delays double up to the poll interval, so it does not spin; it
-// never calls the publisher with nothing to publish.
-func TestRelayFacingHeldKeysBacksOff(t *testing.T) {
-	db := coordtest.Postgres(t)
-	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), DisableNotify: true, PollInterval: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	scans := fmt.Sprintf("idle_scans_%d", rand.Uint32())
-	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+scans); err != nil {
-		t.Fatal(err)
-	}
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			PERFORM nextval('%s');
-			IF key = pg_catalog.hashtext('held') THEN
-				RETURN false;
-			END IF;`, scans))
-	enqueue(t, db.Pool, ob, ev("held", 0))
-	rec := newRecorder()
-	r, err := ob.NewRelay(hooked, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outbox.ForceKeyed(r) // key locks: a solo relay takes none
-	runRelays(t, r)
-	waitFor(t, "the relay's first locking scan", 10*time.Second, func() bool { return lastValue(t, db, scans) >= 1 })
-	time.Sleep(time.Second)
-	// Short retries after 2, 4, 8, … ms: about ten in the first second (and the
-	// pass the listener's start wakes), then one per doubling.
-	first := lastValue(t, db, scans)
-	if first < 3 || first > 14 {
-		t.Fatalf("%d locking scans in the first second facing a held key: want a few short retries (3 to 14), backing off", first)
-	}
-	time.Sleep(time.Second)
-	if n := lastValue(t, db, scans) - first; n > 2 {
-		t.Fatalf("%d more locking scans in the next second: the relay facing a held key spins", n)
-	}
-	rec.mu.Lock()
-	calls := rec.calls
-	rec.mu.Unlock()
-	if s := r.Stats(); calls != 0 || s.Batches != 0 {
-		t.Fatalf("publisher called %d times, %d batches, for empty claims", calls, s.Batches)
-	}
-}
-
-// An idle relay alone (nothing pending, no NOTIFY) makes an empty claim and then
-// waits for its poll interval: nobody holds anything it waits for, so it does not
-// retry shortly. Its claims are counted at the relay lease, which a solo claim
-// try-locks once.
-func TestIdleRelayWaitsForItsPollInterval(t *testing.T) {
-	db := coordtest.Postgres(t)
-	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), DisableNotify: true, PollInterval: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	claims := fmt.Sprintf("idle_claims_%d", rand.Uint32())
-	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+claims); err != nil {
-		t.Fatal(err)
-	}
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			PERFORM nextval('%s');`, claims))
-	rec := newRecorder()
-	r, err := ob.NewRelay(hooked, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runRelays(t, r)
-	waitFor(t, "the relay's first claim", 10*time.Second, func() bool { return lastValue(t, db, claims) >= 1 })
-	time.Sleep(500 * time.Millisecond)
-	// The first pass and, at most, the pass the listener's start wakes.
-	if n := lastValue(t, db, claims); n > 3 {
-		t.Fatalf("%d claims in 0.5 s with a one-minute poll interval: the idle relay spins", n)
-	}
-	rec.mu.Lock()
-	calls := rec.calls
-	rec.mu.Unlock()
-	if s := r.Stats(); calls != 0 || s.Batches != 0 {
-		t.Fatalf("publisher called %d times, %d batches, for empty claims", calls, s.Batches)
-	}
 }
 
 // The relay's prune loop warns when a prune fails, and only then.
@@ -380,96 +297,6 @@ func TestOldestAgeGaugeSeesAPendingEvent(t *testing.T) {
 	waitFor(t, "the oldest-age gauge above 0", 10*time.Second, func() bool {
 		return r.Stats().Failures >= 1 && tm.gauge(t, "coordkit.outbox.oldest_unpublished.age") > 0
 	})
-}
-
-// When PostgreSQL refuses to count a failure at all (not even with the fixed
-// fallback text: here a CHECK refuses any attempt of the poison key), the
-// batch's marks still commit alone: the other keys are published and marked
-// exactly once, and the refusal is logged.
-func TestFailureCountRefusedStillCommitsTheMarks(t *testing.T) {
-	log := &logged{}
-	db, ob := setup(t, outbox.Config{Table: "ob", PollInterval: 20 * time.Millisecond, Logger: slog.New(log),
-		Backoff: coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}})
-	ctx := context.Background()
-	if _, err := db.Pool.Exec(ctx, `ALTER TABLE ob ADD CONSTRAINT no_poison_attempts CHECK (aggregateid <> 'poison' OR attempts = 0)`); err != nil {
-		t.Fatal(err)
-	}
-	pub := newCountingPublisher(map[string]error{"poison": errors.New("broker rejects this key")})
-	var es []outbox.Event
-	for n := range 6 {
-		es = append(es, ev("poison", n), ev(fmt.Sprintf("good%d", n%3), n/3))
-	}
-	ids := enqueue(t, db.Pool, ob, es...)
-	var good []outbox.ID
-	for i, e := range es {
-		if e.Key != "poison" {
-			good = append(good, ids[i])
-		}
-	}
-	r, err := ob.NewRelay(db.Pool, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := runRelays(t, r)
-	waitFor(t, "the other keys' events marked", 10*time.Second, func() bool {
-		return count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NULL AND aggregateid <> 'poison'`) == 0
-	})
-	// The poison head, never counted, is published again at once: stop it.
-	stop()
-	if once, more := pub.published(good); once != len(good) || more != 0 {
-		t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
-	}
-	if n := len(log.with("outbox relay: could not count publish failures; committing the marks alone", "err")); n < 1 {
-		t.Fatal("the refused failure count was not logged")
-	}
-}
-
-// A refusal at COMMIT (a deferred constraint: the transaction is over, not
-// aborted) is the batch's database error, reported with its cause: there is no
-// savepoint left to fall back to, and none is tried. Either at the first COMMIT
-// (refused=record: the failure's record) or at the fallback's (refused=fallback:
-// the error text was refused first, then the count at COMMIT).
-func TestFailureRecordRefusedAtCommitIsReportedWithItsCause(t *testing.T) {
-	for _, refused := range []string{"record", "fallback"} {
-		t.Run("refused="+refused, func(t *testing.T) {
-			log := &logged{}
-			db, ob := setup(t, outbox.Config{Table: "ob", PollInterval: 20 * time.Millisecond, Logger: slog.New(log),
-				Backoff: coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}})
-			ctx := context.Background()
-			if _, err := db.Pool.Exec(ctx, `CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-				BEGIN RAISE EXCEPTION 'refused at commit by the test'; END $$;
-				CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER UPDATE ON ob DEFERRABLE INITIALLY DEFERRED
-				FOR EACH ROW WHEN (NEW.attempts > 0) EXECUTE FUNCTION refuse_at_commit()`); err != nil {
-				t.Fatal(err)
-			}
-			if refused == "fallback" {
-				if _, err := db.Pool.Exec(ctx, `ALTER TABLE ob ADD CONSTRAINT no_unrecordable CHECK (last_error NOT LIKE '%unrecordable%')`); err != nil {
-					t.Fatal(err)
-				}
-			}
-			pub := newCountingPublisher(map[string]error{"poison": errors.New("unrecordable broker error")})
-			enqueue(t, db.Pool, ob, ev("poison", 0), ev("good", 0))
-			r, err := ob.NewRelay(db.Pool, pub)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := runRelays(t, r)
-			const failed = "outbox relay: batch failed, retrying"
-			waitFor(t, "a failed batch", 10*time.Second, func() bool { return len(log.with(failed, "err")) >= 1 })
-			stop()
-			if e := log.with(failed, "err")[0].String(); !strings.Contains(e, "refused at commit by the test") {
-				t.Fatalf("the failed batch's err %q, want the refusal at COMMIT", e)
-			}
-			if n := len(log.with("outbox relay: could not count publish failures; committing the marks alone", "err")); n != 0 {
-				t.Fatal("fell back to committing the marks alone after the transaction was over")
-			}
-			if refused == "record" {
-				if n := len(log.with("outbox relay: could not record publish failures; counting the attempts without their error text", "err")); n != 0 {
-					t.Fatal("fell back to the fixed error text after the transaction was over")
-				}
-			}
-		})
-	}
 }
 
 // NewRelay needs both a database and a publisher: either one missing is a

@@ -23,13 +23,12 @@ import (
 // pool. Safe for concurrent use.
 type RoundTrips struct{ n atomic.Int64 }
 
-// CountRoundTrips makes the connections that cfg dials count their round trips in
-// the returned counter. It wraps cfg.DialFunc; call it before connecting.
-func CountRoundTrips(cfg *pgconn.Config) *RoundTrips {
-	rt := &RoundTrips{}
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
+// Dial wraps a pgconn dialer so that the connections it dials count their round
+// trips in rt: cfg.ConnConfig.DialFunc = rt.Dial(cfg.ConnConfig.DialFunc), before
+// connecting. The zero RoundTrips is ready to use.
+func (rt *RoundTrips) Dial(next pgconn.DialFunc) pgconn.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +36,6 @@ func CountRoundTrips(cfg *pgconn.Config) *RoundTrips {
 		cc.answered.Store(true)
 		return cc, nil
 	}
-	return rt
 }
 
 // CountingPool returns a pool of at most maxConns connections on db's schema whose
@@ -49,7 +47,8 @@ func (db *PostgresDB) CountingPool(t testing.TB, maxConns int32) (*pgxpool.Pool,
 		t.Fatalf("coordtest: pool config: %v", err)
 	}
 	cfg.MaxConns = maxConns
-	rt := CountRoundTrips(&cfg.ConnConfig.Config)
+	rt := &RoundTrips{}
+	cfg.ConnConfig.DialFunc = rt.Dial(cfg.ConnConfig.DialFunc)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("coordtest: counting pool: %v", err)
