@@ -103,7 +103,7 @@ func (f finding) file() string  { return string(f[:strings.Index(string(f), ":")
 func (f finding) check() string { return string(f[strings.LastIndex(string(f), ":")+1:]) }
 func (f finding) line() string  { return string(f[:strings.LastIndex(string(f), ":")]) }
 
-var diagLine = regexp.MustCompile(`^(?:\./)?([^:\s]+\.go):(\d+):\d+: (pavedroad|fencetoken|forgedtoken|efficiencydecl|dualwrite|sagapivot|ignoredirective): (.*)$`)
+var diagLine = regexp.MustCompile(`^(?:\./)?([^:\s]+\.go):(\d+):\d+: (pavedroad|fencetoken|forgedtoken|efficiencydecl|dualwrite|sagapivot|schedulefire|ignoredirective): (.*)$`)
 
 // vetRun is one go vet -vettool run over a module: its findings, whole
 // output and duration.

@@ -41,7 +41,7 @@ func build(t *testing.T, settings any) []*analysis.Analyzer {
 }
 
 func TestDefaultSettings(t *testing.T) {
-	const want = "pavedroad,fencetoken,forgedtoken,efficiencydecl,dualwrite,sagapivot,ignoredirective"
+	const want = "pavedroad,fencetoken,forgedtoken,efficiencydecl,dualwrite,sagapivot,schedulefire,ignoredirective"
 	if got := names(build(t, nil)); got != want {
 		t.Fatalf("analyzers %s, want %s", got, want)
 	}
@@ -57,7 +57,7 @@ func TestSettingsFromYAML(t *testing.T) {
 		"disable": []any{"sagapivot", "pavedroad"},
 		"brokers": []any{"example.com/bus:Client.Send"},
 	})
-	if got, want := names(as), "fencetoken,forgedtoken,efficiencydecl,dualwrite,ignoredirective"; got != want {
+	if got, want := names(as), "fencetoken,forgedtoken,efficiencydecl,dualwrite,schedulefire,ignoredirective"; got != want {
 		t.Fatalf("analyzers %s, want %s", got, want)
 	}
 	for _, a := range as {

@@ -15,6 +15,7 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/effects"
 	"github.com/coordkit/coordkit/cmd/coordvet/pavedroad"
 	"github.com/coordkit/coordkit/cmd/coordvet/sagapivot"
+	"github.com/coordkit/coordkit/cmd/coordvet/schedulefire"
 )
 
 // Analyzers returns every coordvet check, in documentation order: the
@@ -28,6 +29,7 @@ func Analyzers() []*analysis.Analyzer {
 		efficiencydecl.Analyzer,
 		dualwrite.Analyzer,
 		sagapivot.Analyzer,
+		schedulefire.Analyzer,
 		ignoredirective.Analyzer,
 	}
 }
@@ -58,6 +60,7 @@ func New(cfg Config) ([]*analysis.Analyzer, error) {
 		efficiencydecl.Analyzer,
 		dualwrite.New(s),
 		sagapivot.Analyzer,
+		schedulefire.Analyzer,
 		ignoredirective.Analyzer,
 	}, nil
 }

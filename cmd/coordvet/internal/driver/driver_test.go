@@ -202,8 +202,8 @@ func TestSARIF(t *testing.T) {
 			t.Errorf("rule %s without description or help", rule.ID)
 		}
 	}
-	if len(ids) != 7 {
-		t.Errorf("%d rules, want one per check (7)", len(ids))
+	if len(ids) != 8 {
+		t.Errorf("%d rules, want one per check (8)", len(ids))
 	}
 	if r.OriginalURIBaseIDs["SRCROOT"].URI == "" {
 		t.Error("no %SRCROOT% base")

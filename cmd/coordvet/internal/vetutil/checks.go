@@ -20,6 +20,7 @@ func Checks() []Check {
 		{"efficiencydecl", "MUST 4"},
 		{"dualwrite", "MUST 2"},
 		{"sagapivot", "MUST 5"},
+		{"schedulefire", "MUST 1, 3"},
 	}
 }
 
