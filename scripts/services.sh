@@ -17,6 +17,7 @@
 #   scripts/services.sh [capability...]     # default: all of them
 #   scripts/services.sh --packages [cap...]  # the Debian packages they install
 #   scripts/services.sh --check cap...       # exit 0 if all are there; change nothing
+#   scripts/services.sh --wait-apt-lock      # wait for the package manager's lock (below), then exit
 #
 # Progress goes to stderr. Stdout gets one `export NAME=value` line per server, so
 # callers do  eval "$(scripts/services.sh postgres)"  to learn where each one is:
@@ -68,6 +69,7 @@ apt_install() {
   [ ${#missing[@]} -gt 0 ] || return 0
   need_root "installing ${missing[*]}" "apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
   apt_log=$(mktemp)
+  wait_apt_lock
   if [ -z "$apt_updated" ]; then
     log "apt-get update"
     # Offline (or a mirror down), the package lists already on disk still serve.
@@ -86,7 +88,57 @@ apt_install() {
 }
 
 # apt_run runs apt-get as root, its output into $apt_log (shown when it fails).
-apt_run() { as_root env DEBIAN_FRONTEND=noninteractive apt-get -q "$@" >>"$apt_log" 2>&1; }
+# Should another apt-get take the lock after wait_apt_lock, apt-get itself waits
+# for it (DPkg::Lock::Timeout) instead of failing at once.
+apt_run() { as_root env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout="$apt_lock_wait" "$@" >>"$apt_log" 2>&1; }
+
+# The locks apt-get and dpkg take. A fresh cloud machine holds them for minutes
+# after boot (cloud-init, unattended-upgrades), and apt-get fails at once on a
+# held lock ("Could not get lock /var/lib/dpkg/lock-frontend"): wait_apt_lock
+# waits, saying for whom, at most COORD_APT_LOCK_WAIT seconds (default 600).
+apt_locks=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock)
+apt_lock_wait=${COORD_APT_LOCK_WAIT:-600}
+
+# apt_lock_holder prints "PID (command)" of a process holding one of apt_locks (a
+# POSIX lock in /proc/locks on the file's inode), or nothing.
+apt_lock_holder() {
+  local f inodes=() pid dev cmd
+  for f in "${apt_locks[@]}"; do [ -e "$f" ] && inodes+=("$(stat -c %i "$f")"); done
+  [ ${#inodes[@]} -gt 0 ] || return 0
+  # 1: POSIX  ADVISORY  WRITE 11021 fe:00:398607 0 EOF   (waiters have "->" first: skipped)
+  while read -r _ kind _ _ pid dev _; do
+    [ "$kind" = POSIX ] || continue
+    for f in "${inodes[@]}"; do
+      if [ "${dev##*:}" = "$f" ]; then
+        cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-60) || cmd=
+        echo "process $pid (${cmd% })"
+        return 0
+      fi
+    done
+  done </proc/locks
+}
+
+# wait_apt_lock returns once no process holds the package manager's lock; dies
+# after apt_lock_wait seconds, naming the holder.
+wait_apt_lock() {
+  local holder start=$SECONDS next=0
+  while holder=$(apt_lock_holder) && [ -n "$holder" ]; do
+    local waited=$((SECONDS - start))
+    if [ "$waited" -ge "$apt_lock_wait" ]; then
+      die "the package manager's lock is still held by $holder after ${waited}s; wait for it to finish (a fresh machine's boot-time upgrade takes minutes) and run this again, or set COORD_APT_LOCK_WAIT=seconds to wait longer"
+    fi
+    if [ "$waited" -ge "$next" ]; then
+      if [ "$next" = 0 ]; then
+        log "waiting for the package manager's lock, held by $holder (a fresh cloud machine upgrades itself at boot for minutes); up to ${apt_lock_wait}s"
+      else
+        log "still waiting for the package manager's lock, held by $holder [${waited}s of at most ${apt_lock_wait}s]"
+      fi
+      next=$((waited + 20))
+    fi
+    sleep 1
+  done
+  [ "$next" = 0 ] || log "the package manager's lock is free after $((SECONDS - start))s"
+}
 
 # wait_until polls a check for up to 60 s.
 wait_until() { # what, command...
@@ -402,6 +454,10 @@ present() {
     chromium) [ -x /usr/bin/chromium ] && chromium_ok ;;
   esac
 }
+if [ "${1:-}" = --wait-apt-lock ]; then
+  wait_apt_lock
+  exit 0
+fi
 if [ "${1:-}" = --check ]; then
   shift
   for c in "$@"; do packages_of "$c" >/dev/null; (present "$c") || exit 1; done

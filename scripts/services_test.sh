@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 services=$PWD/scripts/services.sh
 
 checks=(redis-answers-without-cli nats-jetstream-off pg-port-taken pg-password-cluster
-  pg-nonroot-sudo nonroot-without-sudo second-run-changes-nothing)
+  pg-nonroot-sudo nonroot-without-sudo second-run-changes-nothing apt-lock-held)
 
 fail() { echo "services_test: $CHECK: FAIL: $*" >&2; exit 1; }
 note() { echo "services_test: $CHECK: $*" >&2; }
@@ -153,6 +153,34 @@ check_second-run-changes-nothing() {
   [ "$second" = "$first" ] || fail "second run exported '$second', first '$first'"
   [ "$(servers)" = "$procs" ] || fail "before the second run: $procs; after: $(servers)"
   note "$procs, unchanged by the second run"
+}
+
+# dpkg_locked: waits until a process holds dpkg's frontend lock.
+dpkg_locked() {
+  local ino; ino=$(stat -c %i /var/lib/dpkg/lock-frontend)
+  for _ in $(seq 1 50); do grep -q "POSIX .*:$ino " /proc/locks && return; sleep 0.1; done
+  fail "dpkg --set-selections did not take the lock"
+}
+
+check_apt-lock-held() {
+  # Another package manager holds the dpkg lock (a fresh cloud machine's boot-time
+  # upgrade): services.sh waits for it, saying who holds it, and gives up after its
+  # bound naming the holder. (It used to fail at once: "Could not get lock".) dpkg
+  # --set-selections holds the lock while it reads its input.
+  local out start
+  (sleep 3) | dpkg --set-selections &
+  dpkg_locked
+  start=$SECONDS
+  out=$(COORD_APT_LOCK_WAIT=60 "$services" --wait-apt-lock 2>&1) || fail "--wait-apt-lock exited non-zero: $out"
+  [[ $out == *"held by process"*dpkg* ]] || fail "it did not say who holds the lock: $out"
+  [ $((SECONDS - start)) -ge 2 ] || fail "it returned after $((SECONDS - start))s while the lock was held for 3s: $out"
+  wait
+  (sleep 8) | dpkg --set-selections &
+  dpkg_locked
+  out=$(COORD_APT_LOCK_WAIT=2 "$services" --wait-apt-lock 2>&1) && fail "it waited past its 2s bound and succeeded: $out"
+  [[ $out == *"still held by process"*"COORD_APT_LOCK_WAIT"* ]] || fail "the give-up message does not name the holder and the setting: $out"
+  wait
+  note "waited for the holder, gave up after its bound"
 }
 
 case ${1:-} in

@@ -37,22 +37,35 @@ scripts/services.sh cc
 
 # The servers install and start while the code compiles; their exports arrive at
 # the end of this file. Never abandon an apt-get half way: wait for it on exit.
+# services.sh's exit status goes to a file, read by services_wait, so no path
+# depends on the shell still holding a record of the process (a failed run
+# printed "wait_for: No record of process" from the exit trap).
 tmp=$(mktemp -d)
 services_pid=
 staticcheck_pid=
+updates_pid=
+services_wait() { # returns services.sh's exit status once it has ended
+  while [ ! -s "$tmp/services.rc" ] && kill -0 "$services_pid" 2>/dev/null; do sleep 1; done
+  return "$(cat "$tmp/services.rc" 2>/dev/null || echo 1)"
+}
 finish() {
   local rc=$?
   if [ -n "$staticcheck_pid" ]; then kill "$staticcheck_pid" 2>/dev/null || true; wait "$staticcheck_pid" 2>/dev/null || true; fi
-  if [ -n "$services_pid" ] && kill -0 "$services_pid" 2>/dev/null; then
+  if [ -n "$updates_pid" ]; then kill "$updates_pid" 2>/dev/null || true; wait "$updates_pid" 2>/dev/null || true; fi
+  if [ -n "$services_pid" ] && [ ! -s "$tmp/services.rc" ] && kill -0 "$services_pid" 2>/dev/null; then
     echo "== waiting for scripts/services.sh to finish before exiting"
-    wait "$services_pid" || true
+    services_wait || true
   fi
   rm -rf "$tmp"
   exit "$rc"
 }
 trap finish EXIT
 phase "services: PostgreSQL, Redis, NATS JetStream and chromium, in the background (first time: installs ~350 MB of packages, 1-2 min)"
-scripts/services.sh postgres postgres-bin redis redis-bin nats nats-bin chromium >"$tmp/services.env" &
+(
+  rc=0
+  scripts/services.sh postgres postgres-bin redis redis-bin nats nats-bin chromium >"$tmp/services.env" || rc=$?
+  echo "$rc" >"$tmp/services.rc"
+) &
 services_pid=$!
 
 gocache=$(go env GOCACHE)
@@ -61,6 +74,27 @@ phase "modules: go mod download for ${modules[*]} (first time: ~460 MB into $gom
 for m in "${modules[@]}"; do
   while_running "go mod download ($m)" "$gomodcache" sh -c "cd '$m' && go mod download"
 done
+
+# Available updates of each module's direct requirements, listed at the end,
+# never a failure: go list -m -u asks the module proxy, in the background beside
+# the build (about 3 s a module); unreachable (offline runs) or silent for 20 s,
+# the list says so. Seen on every run, an update is not a surprise.
+(
+  tmpl='{{if and (not .Indirect) (not .Main) (not .Replace)}}{{if .Error}}E{{else if .Update}}U {{.Path}} {{.Version}} -> {{.Update.Version}}{{else}}C{{end}}{{end}}'
+  for m in "${modules[@]}"; do
+    list=$(cd "$m" && timeout 20 go list -m -u -e -f "$tmpl" all 2>/dev/null) || true
+    ups=$(grep '^U' <<<"$list" | sed 's/^U /  /' || true)
+    n=$(grep -c . <<<"$list" || true) errs=$(grep -c '^E' <<<"$list" || true)
+    if [ "$n" = 0 ] || [ "$errs" = "$n" ]; then
+      echo "$m: not checked (the module proxy was unreachable or slow)"
+    else
+      note=; [ "$errs" = 0 ] || note=", $errs not checked"
+      echo "$m: $n direct requirements, $(grep -c . <<<"$ups" || true) with an update$note"
+      [ -z "$ups" ] || echo "$ups"
+    fi
+  done
+) >"$tmp/updates.out" 2>&1 &
+updates_pid=$!
 
 phase "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -112,8 +146,8 @@ phase "staticcheck, ${#modules[@]} modules: built and run in the background besi
 ) >"$tmp/staticcheck.out" 2>&1 &
 staticcheck_pid=$!
 
-if kill -0 "$services_pid" 2>/dev/null; then phase "waiting for scripts/services.sh"; fi
-wait "$services_pid" || { services_pid=; echo "scripts/services.sh failed (its messages are above)"; exit 1; }
+if [ ! -s "$tmp/services.rc" ]; then phase "waiting for scripts/services.sh"; fi
+services_wait || { services_pid=; echo "scripts/services.sh failed (its messages are above)"; exit 1; }
 services_pid=
 eval "$(cat "$tmp/services.env")" # where each server is: COORD_TEST_*_URL
 env | grep '^COORD_TEST_' | sed 's/^/  /'
@@ -146,5 +180,9 @@ else
   status=1
 fi
 staticcheck_pid=
+phase "available updates (go list -m -u; informational)"
+wait "$updates_pid" 2>/dev/null || true
+updates_pid=
+cat "$tmp/updates.out"
 phase "done"
 exit "$status"
