@@ -265,8 +265,9 @@ func (f *Fence) begin(ctx context.Context, db Beginner, tok coord.Token) (tx pgx
 // commit commits tx and classifies a failure: when ctx had ended, COMMIT is not
 // sent and nothing committed; an error the server answered (a deferred
 // constraint, a serialization failure) rolled the transaction back; any other
-// failure leaves the outcome unknown: ErrCommitUnknown. (pgx may then report
-// "conn closed", which it calls safe to retry: it is not, COMMIT was sent.)
+// failure leaves the outcome unknown: ErrCommitUnknown. (pgx then reports
+// "conn closed"; before v5.13.0 it called that safe to retry, which it is not:
+// COMMIT was sent. Nothing here asks pgconn.SafeToRetry.)
 func commit(ctx context.Context, tx pgx.Tx, what string) error {
 	if err := context.Cause(ctx); err != nil {
 		return fmt.Errorf("pgfence: commit %s: %w", what, err)
