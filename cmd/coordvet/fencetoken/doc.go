@@ -28,8 +28,10 @@
 // log/slog, zap, logrus, zerolog, fmt.Print*, OpenTelemetry attributes),
 // wrapping it in an error, comparing it, assigning it to _, calling Release,
 // Context or Done, and handing it to a helper that itself only logs or drops
-// it are not writes; the finding names where the token went instead and links
-// the acquire site.
+// it are not writes. When the token went somewhere (logged, handed to such a
+// helper), the finding sits on that line — the line to change — and names the
+// acquire's line (an exception directive at the acquire still covers it);
+// when it went nowhere, the finding sits on the acquire.
 //
 // The package that declares the holder is exempt (its own examples show the
 // API). In _test.go files only Example functions are checked, because they are

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"go/ast"
+	"go/token"
 	"go/types"
 	"strings"
 
@@ -132,10 +133,15 @@ func (c *checker) checkDecl(decl ast.Decl) {
 		f := vetutil.Finding{Pos: h.call.Pos(), End: h.call.End(), Fix: fix,
 			What: fmt.Sprintf("the token of %s (from %s) reaches no write", h.v.Name(), h.from)}
 		if len(non) > 0 {
-			f.What += ": " + non[0].What
+			// On the line that drops it (where a review comment belongs), naming
+			// the acquire; an exception at the acquire still covers it.
+			acquired := c.pass.Fset.Position(h.call.Pos()).Line
+			f = vetutil.Finding{Pos: non[0].Pos, End: non[0].End, Fix: fix, Anchors: []token.Pos{h.call.Pos()},
+				What:    fmt.Sprintf("the token of %s (from %s, line %d) reaches no write: %s", h.v.Name(), h.from, acquired, non[0].What),
+				Related: []analysis.RelatedInformation{related(h)}}
 		}
-		for _, nu := range non {
-			f.Related = append(f.Related, analysis.RelatedInformation{Pos: nu.Pos, Message: "the token of " + h.v.Name() + " is " + nu.What})
+		for _, nu := range non[min(1, len(non)):] {
+			f.Related = append(f.Related, analysis.RelatedInformation{Pos: nu.Pos, End: nu.End, Message: "the token of " + h.v.Name() + " is " + nu.What})
 		}
 		c.r.Report(f)
 	}

@@ -18,10 +18,13 @@
 //   - a composite literal of type coord.Token (the only one that compiles is
 //     the zero token, which every resource rejects), except the zero token
 //     returned beside a non-nil error (return coord.Token{}, err);
-//   - a comparison with coord.Token{}, with the suggested fix tok.IsZero();
 //   - a conversion to coord.Token or *coord.Token (for example from an
 //     unsafe.Pointer);
 //   - a //go:linkname directive that reaches into package coord.
+//
+// A zero check — tok == coord.Token{}, tok != (coord.Token{}), a switch case
+// coord.Token{} — builds no token anyone presents and is not reported (tok.IsZero()
+// says the same in fewer characters).
 //
 // Text received from outside the process — a header, a request body, a
 // parameter, a config map, a real token's String() — is parsed as it should
@@ -31,7 +34,7 @@
 // Bad:
 //
 //	tok, err := coord.ParseToken(fmt.Sprintf("billing@%d", savedRevision))
-//	if tok == (coord.Token{}) { … }
+//	return coord.Token{}, nil // a "token" for a caller to present
 //
 // Good:
 //
@@ -39,5 +42,5 @@
 //	if err != nil {
 //		return coord.Token{}, err
 //	}
-//	if tok.IsZero() { … }
+//	if tok == (coord.Token{}) { … } // or tok.IsZero()
 package forgedtoken

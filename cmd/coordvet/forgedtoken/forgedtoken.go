@@ -1,10 +1,8 @@
 package forgedtoken
 
 import (
-	"bytes"
 	_ "embed"
 	"go/ast"
-	"go/format"
 	"go/token"
 	"go/types"
 	"strings"
@@ -87,8 +85,8 @@ func isToken(t types.Type) bool { return vetutil.IsNamed(t, coordPkg, "Token", f
 func isTokenPtr(t types.Type) bool { return vetutil.IsNamed(t, coordPkg, "Token", true) }
 
 // checkLiteral reports a coord.Token literal, except the zero token returned
-// beside an error (return coord.Token{}, err). A comparison with it gets a fix
-// to tok.IsZero().
+// beside an error (return coord.Token{}, err) and the zero token compared with
+// (==, !=, a switch case): a zero check builds no token anyone presents.
 func (c *checker) checkLiteral(lit *ast.CompositeLit) {
 	parent := c.parents[lit]
 	for {
@@ -108,33 +106,14 @@ func (c *checker) checkLiteral(lit *ast.CompositeLit) {
 		}
 	case *ast.BinaryExpr:
 		if (p.Op == token.EQL || p.Op == token.NEQ) && len(lit.Elts) == 0 {
-			other := p.X
-			if other == ast.Expr(lit) || ast.Unparen(p.X) == ast.Expr(lit) {
-				other = p.Y
-			}
-			repl := c.text(other) + ".IsZero()"
-			if p.Op == token.NEQ {
-				repl = "!" + repl
-			}
-			c.r.Report(vetutil.Finding{Pos: p.Pos(), End: p.End(), What: "comparing with the coord.Token{} literal", Fix: "use " + repl,
-				Fixes: []analysis.SuggestedFix{{Message: "use " + repl, TextEdits: []analysis.TextEdit{{Pos: p.Pos(), End: p.End(), NewText: []byte(repl)}}}}})
-			return
+			return // a zero check (tok != (coord.Token{})): nothing is built, nothing presented
+		}
+	case *ast.CaseClause:
+		if len(lit.Elts) == 0 {
+			return // switch tok { case coord.Token{}: }: a zero check too
 		}
 	}
 	c.r.Report(vetutil.Finding{Pos: lit.Pos(), End: lit.End(), What: "a coord.Token composite literal builds a token no lease granted", Fix: "use a lease's token; the zero token is var zero coord.Token"})
-}
-
-func (c *checker) text(e ast.Expr) string {
-	var b bytes.Buffer
-	if err := format.Node(&b, c.pass.Fset, e); err != nil {
-		return "tok"
-	}
-	s := b.String()
-	switch ast.Unparen(e).(type) {
-	case *ast.Ident, *ast.SelectorExpr, *ast.CallExpr, *ast.IndexExpr:
-		return s
-	}
-	return "(" + s + ")"
 }
 
 func isError(t types.Type) bool { return types.Identical(t, types.Universe.Lookup("error").Type()) }

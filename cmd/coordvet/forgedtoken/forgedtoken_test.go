@@ -13,8 +13,3 @@ func TestForgedToken(t *testing.T) {
 	analysistest.Run(t, vettest.TestData(t), forgedtoken.Analyzer,
 		"forgedtoken/bad", "forgedtoken/good", "forgedtoken/parse", "github.com/coordkit/coordkit/correctnesslease/mint")
 }
-
-// TestIsZeroFix checks the suggested fix against fix.go.golden.
-func TestIsZeroFix(t *testing.T) {
-	analysistest.RunWithSuggestedFixes(t, vettest.TestData(t), forgedtoken.Analyzer, "forgedtoken/fix")
-}

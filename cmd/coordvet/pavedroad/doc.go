@@ -17,7 +17,9 @@
 //   - go-redis SetNX, a SetArgs literal with Mode "NX", and SET … NX spelled
 //     out in Do, or in a constant Lua script given to Eval, EvalRO, EvalSha,
 //     ScriptLoad or NewScript;
-//   - every import of github.com/go-redsync/redsync.
+//   - github.com/go-redsync/redsync where it is used: every mutex it makes
+//     (rs.NewMutex), or — in a package that makes none — the first reference to
+//     the package in each file (redsync.New), not the import line.
 //
 // A dedupe marker is not a lock: SetNX on a key whose constant prefix names
 // one (seen:, dedup:, dedupe:, processed:, handled:, idem:, idempotency:,

@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/types"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -49,15 +48,10 @@ func run(pass *analysis.Pass) (any, error) {
 	if vetutil.IsSDK(pass.Pkg.Path()) {
 		return r.Finish(), nil
 	}
+	checkRedsync(pass, r)
 	for _, f := range r.Files() {
 		if r.IsTestFile(f.FileStart) {
 			continue
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if path == redsync || strings.HasPrefix(path, redsync+"/") {
-				r.Report(vetutil.Finding{Pos: imp.Pos(), End: imp.End(), What: "import of redsync, a Redis lock without fencing tokens", Fix: fixLease})
-			}
 		}
 		for _, decl := range f.Decls {
 			ast.Inspect(decl, func(n ast.Node) bool {
@@ -209,4 +203,46 @@ func constPrefix(info *types.Info, e ast.Expr) string {
 		}
 	}
 	return ""
+}
+
+func isRedsync(path string) bool { return path == redsync || strings.HasPrefix(path, redsync+"/") }
+
+// checkRedsync reports redsync where it is used, on the line to change: every
+// mutex made (NewMutex); in a package that makes none, the first reference to
+// the package in each file (redsync.New, a type). An import alone is not
+// reported: the line that takes the lock is the one a reviewer should see.
+func checkRedsync(pass *analysis.Pass, r *vetutil.Reporter) {
+	var mutexes []*ast.CallExpr
+	firstRef := map[*ast.File]*ast.SelectorExpr{}
+	for _, f := range r.Files() {
+		if r.IsTestFile(f.FileStart) {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if fn := vetutil.Callee(pass.TypesInfo, n); fn != nil && isRedsync(vetutil.FuncPkg(fn)) && fn.Name() == "NewMutex" {
+					mutexes = append(mutexes, n)
+				}
+			case *ast.SelectorExpr:
+				if id, ok := n.X.(*ast.Ident); ok && firstRef[f] == nil {
+					if pn, ok := pass.TypesInfo.Uses[id].(*types.PkgName); ok && isRedsync(pn.Imported().Path()) {
+						firstRef[f] = n
+					}
+				}
+			}
+			return true
+		})
+	}
+	for _, call := range mutexes {
+		r.Report(vetutil.Finding{Pos: call.Pos(), End: call.End(), What: "a redsync mutex, a Redis lock without fencing tokens", Fix: fixLease})
+	}
+	if len(mutexes) > 0 {
+		return
+	}
+	for _, f := range r.Files() {
+		if sel := firstRef[f]; sel != nil {
+			r.Report(vetutil.Finding{Pos: sel.Pos(), End: sel.End(), What: "redsync, a Redis lock without fencing tokens", Fix: fixLease})
+		}
+	}
 }

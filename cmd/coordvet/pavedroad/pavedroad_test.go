@@ -11,5 +11,5 @@ import (
 
 func TestPavedRoad(t *testing.T) {
 	analysistest.Run(t, vettest.TestData(t), pavedroad.Analyzer,
-		"pavedroad/bad", "pavedroad/good", "pavedroad/gen", "github.com/coordkit/coordkit/bench")
+		"pavedroad/bad", "pavedroad/redsyncuse", "pavedroad/good", "pavedroad/gen", "github.com/coordkit/coordkit/bench")
 }

@@ -11,7 +11,10 @@
 // reverse; after the pivot the saga can only go forward. saga.New checks this at
 // run time; this check finds it at vet time, for a literal definition: a call
 // of saga.New whose steps are all direct calls of saga.Compensatable,
-// saga.Pivot and saga.Retriable. It reports:
+// saga.Pivot and saga.Retriable — as its arguments, or as the elements of a
+// slice literal passed with ... (inline, or a local variable assigned that
+// literal once and never changed: steps := []saga.Step[T]{…};
+// saga.New("order", steps...)). It reports:
 //
 //   - no pivot;
 //   - a second (or later) pivot;
@@ -22,8 +25,10 @@
 // A definition without any pivot gets the one finding that says so, not one per
 // step.
 //
-// Definitions built from a slice or from helper functions are not literal and
-// are left to saga.New's own validation. Package saga itself is exempt.
+// Definitions built from a slice that is appended to, assigned twice or shared
+// (its address taken), from a parameter, or from helper functions are not
+// literal and are left to saga.New's own validation. Package saga itself is
+// exempt.
 //
 // Bad:
 //

@@ -34,9 +34,10 @@ func run(pass *analysis.Pass) (any, error) {
 		return r.Finish(), nil
 	}
 	for _, f := range r.Files() {
+		slices := localSlices(pass.TypesInfo, f)
 		ast.Inspect(f, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok && vetutil.IsFunc(vetutil.Callee(pass.TypesInfo, call), sagaPkg, "New") {
-				checkDefinition(pass, r, call)
+				checkDefinition(pass, r, call, slices)
 			}
 			return true
 		})
@@ -50,12 +51,30 @@ type step struct {
 }
 
 // literalSteps returns the steps of a saga.New call if every step is a direct
-// call of a step constructor; ok is false otherwise.
-func literalSteps(info *types.Info, call *ast.CallExpr) (steps []step, ok bool) {
-	if call.Ellipsis != token.NoPos || len(call.Args) < 1 {
+// call of a step constructor — as arguments, or as the elements of a slice
+// literal passed with ... (inline, or a local variable whose only assignment is
+// that literal); ok is false otherwise.
+func literalSteps(info *types.Info, call *ast.CallExpr, slices map[*types.Var]*ast.CompositeLit) (steps []step, ok bool) {
+	if len(call.Args) < 1 {
 		return nil, false
 	}
-	for _, arg := range call.Args[1:] {
+	args := call.Args[1:]
+	if call.Ellipsis != token.NoPos {
+		if len(args) != 1 {
+			return nil, false
+		}
+		lit, _ := ast.Unparen(args[0]).(*ast.CompositeLit)
+		if id, isIdent := ast.Unparen(args[0]).(*ast.Ident); isIdent {
+			if v, isVar := info.Uses[id].(*types.Var); isVar {
+				lit = slices[v]
+			}
+		}
+		if lit == nil {
+			return nil, false
+		}
+		args = lit.Elts
+	}
+	for _, arg := range args {
 		sc, isCall := ast.Unparen(arg).(*ast.CallExpr)
 		if !isCall {
 			return nil, false
@@ -74,8 +93,8 @@ func literalSteps(info *types.Info, call *ast.CallExpr) (steps []step, ok bool) 
 	return steps, true
 }
 
-func checkDefinition(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExpr) {
-	steps, ok := literalSteps(pass.TypesInfo, call)
+func checkDefinition(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExpr, slices map[*types.Var]*ast.CompositeLit) {
+	steps, ok := literalSteps(pass.TypesInfo, call, slices)
 	if !ok {
 		return
 	}
@@ -123,4 +142,75 @@ func checkDefinition(pass *analysis.Pass, r *vetutil.Reporter, call *ast.CallExp
 func isNil(info *types.Info, e ast.Expr) bool {
 	tv, ok := info.Types[ast.Unparen(e)]
 	return ok && tv.IsNil()
+}
+
+// localSlices finds, in f, the variables whose value is known where they are
+// used: assigned exactly once, from a slice literal, and never written through
+// (no element assignment, no address taken). Any other variable is left out:
+// its steps are not known.
+func localSlices(info *types.Info, f *ast.File) map[*types.Var]*ast.CompositeLit {
+	lits := map[*types.Var]*ast.CompositeLit{}
+	writes := map[*types.Var]int{}
+	varOf := func(e ast.Expr) *types.Var {
+		id, ok := ast.Unparen(e).(*ast.Ident)
+		if !ok {
+			return nil
+		}
+		v, _ := info.ObjectOf(id).(*types.Var)
+		return v
+	}
+	assign := func(lhs ast.Expr, rhs ast.Expr) {
+		if ix, ok := ast.Unparen(lhs).(*ast.IndexExpr); ok {
+			lhs = ix.X // an element written: the variable's literal is not its value
+			rhs = nil
+		}
+		v := varOf(lhs)
+		if v == nil {
+			return
+		}
+		writes[v]++
+		if cl, ok := ast.Unparen(rhs).(*ast.CompositeLit); ok && rhs != nil {
+			lits[v] = cl
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for i, lhs := range n.Lhs {
+				var rhs ast.Expr
+				if len(n.Lhs) == len(n.Rhs) {
+					rhs = n.Rhs[i]
+				}
+				assign(lhs, rhs)
+			}
+		case *ast.ValueSpec:
+			for i, name := range n.Names {
+				var rhs ast.Expr
+				if len(n.Names) == len(n.Values) {
+					rhs = n.Values[i]
+				}
+				if rhs != nil || n.Type == nil {
+					assign(name, rhs)
+				}
+			}
+		case *ast.UnaryExpr:
+			if v := varOf(n.X); v != nil && n.Op == token.AND {
+				writes[v] += 2 // shared: written elsewhere
+			}
+		case *ast.RangeStmt:
+			if n.Key != nil {
+				assign(n.Key, nil)
+			}
+			if n.Value != nil {
+				assign(n.Value, nil)
+			}
+		}
+		return true
+	})
+	for v := range lits {
+		if writes[v] != 1 || v.Parent() == nil || v.Parent() == v.Pkg().Scope() { // a package-level var: other files write it
+			delete(lits, v)
+		}
+	}
+	return lits
 }

@@ -44,8 +44,8 @@ func IsHolder(t types.Type) bool {
 // NonUse is a place a token went that is not a write: a log call, a helper
 // that never uses it.
 type NonUse struct {
-	Pos  token.Pos
-	What string
+	Pos, End token.Pos
+	What     string
 }
 
 // Reaches reports whether the token carried by seed (a coord.Token or a holder)
@@ -397,7 +397,7 @@ func (fl *flow) callUse(call *ast.CallExpr) (bool, *NonUse) {
 	line := fl.a.pass.Fset.Position(call.Pos()).Line
 	switch fl.classify(call) {
 	case callLog:
-		return false, &NonUse{call.Pos(), fmt.Sprintf("only logged (line %d)", line)}
+		return false, &NonUse{call.Pos(), call.End(), fmt.Sprintf("only logged (line %d)", line)}
 	case callPure, callToken, callOtherHolderMethod:
 		return false, nil
 	case callFence, callUnknown:
@@ -410,7 +410,7 @@ func (fl *flow) callUse(call *ast.CallExpr) (bool, *NonUse) {
 		case returned:
 			return false, nil // the result carries it on
 		}
-		return false, &NonUse{call.Pos(), fmt.Sprintf("handed to %s (line %d), which drops it", shortName(vetutil.Callee(fl.info, call)), line)}
+		return false, &NonUse{call.Pos(), call.End(), fmt.Sprintf("handed to %s (line %d), which drops it", shortName(vetutil.Callee(fl.info, call)), line)}
 	}
 	return true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/token"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -26,6 +27,11 @@ type Finding struct {
 	Related []analysis.RelatedInformation
 	// Fixes are mechanical edits that resolve the finding.
 	Fixes []analysis.SuggestedFix
+	// Anchors are other places an exception directive may cover the finding
+	// from: where a finding that now sits on the line to change used to be
+	// reported (the acquire of a token dropped later), so exceptions written
+	// there keep holding.
+	Anchors []token.Pos
 }
 
 // Findings is what a check found in one package, reported or silenced by an
@@ -111,8 +117,12 @@ func (r *Reporter) Report(f Finding) {
 	}
 	msg := Message(r.check, f.What, f.Fix)
 	p := r.pass.Fset.Position(f.Pos) // as the user sees it, like the directives
+	lines := []token.Position{p}
+	for _, a := range f.Anchors {
+		lines = append(lines, r.pass.Fset.Position(a))
+	}
 	for _, e := range r.valid {
-		if e.Covers(p.Filename, p.Line) {
+		if slices.ContainsFunc(lines, func(l token.Position) bool { return e.Covers(l.Filename, l.Line) }) {
 			r.used[e] = true
 			r.found.List = append(r.found.List, Reported{Pos: f.Pos, Message: msg, Exception: e})
 			return

@@ -30,34 +30,34 @@ func (j *Job) chargeUnfenced(ctx context.Context) error {
 
 // LogsTheToken holds the lease, logs its token and charges without it.
 func (j *Job) LogsTheToken(ctx context.Context) error {
-	lease, err := correctnesslease.Acquire(ctx, j.Session, "billing") // corpus: fencetoken
+	lease, err := correctnesslease.Acquire(ctx, j.Session, "billing")
 	if err != nil {
 		return err
 	}
 	defer lease.Release(ctx)
-	slog.Info("leading", "token", lease.Token())
+	slog.Info("leading", "token", lease.Token()) // corpus: fencetoken
 	return j.chargeUnfenced(lease.Context())
 }
 
 // HandsToWatcher hands the lease to a helper that only watches it.
 func (j *Job) HandsToWatcher(ctx context.Context) error {
-	lease, err := correctnesslease.Acquire(ctx, j.Session, "billing") // corpus: fencetoken
+	lease, err := correctnesslease.Acquire(ctx, j.Session, "billing")
 	if err != nil {
 		return err
 	}
-	fencing.Watch(ctx, lease)
+	fencing.Watch(ctx, lease) // corpus: fencetoken
 	return j.chargeUnfenced(lease.Context())
 }
 
 // KeepsItAside takes the token, sets it aside and formats it for a log line.
 func (j *Job) KeepsItAside(ctx context.Context) error {
-	lease, err := correctnesslease.TryAcquire(ctx, j.Session, "billing") // corpus: fencetoken
+	lease, err := correctnesslease.TryAcquire(ctx, j.Session, "billing")
 	if err != nil {
 		return err
 	}
 	tok := lease.Token()
 	_ = tok
-	log.Printf("leader %s", fencing.Describe(tok))
+	log.Printf("leader %s", fencing.Describe(tok)) // corpus: fencetoken
 	return j.chargeUnfenced(ctx)
 }
 

@@ -29,6 +29,25 @@ func TwoPivots() (*saga.Definition[Order], error) {
 	)
 }
 
+// FromSlice gathers the steps in a slice first, and forgets the pivot.
+func FromSlice() (*saga.Definition[Order], error) {
+	steps := []saga.Step[Order]{
+		saga.Compensatable("reserve", step, step),
+		saga.Retriable("ship", step),
+	}
+	return saga.New("order-v4", steps...) // corpus: sagapivot
+}
+
+//corpus:negative
+func FromSliceWithPivot() (*saga.Definition[Order], error) {
+	steps := []saga.Step[Order]{
+		saga.Compensatable("reserve", step, step),
+		saga.Pivot("charge", step),
+		saga.Retriable("ship", step),
+	}
+	return saga.New("order-v5", steps...)
+}
+
 //corpus:negative
 func OnePivot() (*saga.Definition[Order], error) {
 	return saga.New("order-v3",

@@ -39,12 +39,20 @@ func Placeholder() coord.Token {
 	return coord.Token{} // corpus: forgedtoken
 }
 
-// Unset compares with the literal instead of asking IsZero.
+// Corrected cases.
+
+// Unset is a zero check: it builds no token anyone presents (it was a false
+// finding on an outside corpus).
+//
+//corpus:negative
 func Unset(tok coord.Token) bool {
-	return tok == coord.Token{} // corpus: forgedtoken
+	return tok == coord.Token{}
 }
 
-// Corrected cases.
+//corpus:negative
+func Set(tok coord.Token) bool {
+	return tok != (coord.Token{})
+}
 
 //corpus:negative
 func FromRequest(r *http.Request) (coord.Token, error) {

@@ -20,3 +20,15 @@ func zero() coord.Token {
 	var zero coord.Token
 	return zero
 }
+
+// Zero checks compare with the zero token; they build no token anyone uses.
+func zeroChecks(tok coord.Token, toks []coord.Token, p *coord.Token) bool {
+	if tok != (coord.Token{}) {
+		return true
+	}
+	switch tok {
+	case coord.Token{}:
+		return false
+	}
+	return toks[0] == coord.Token{} || *p != (coord.Token{}) || coord.Token{} == tok
+}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/go-redsync/redsync/v4" // want `pavedroad: import of redsync, a Redis lock without fencing tokens; fix: use correctnesslease \(fenced\) or efficiencylock \(declared\) \(RFC MUST 3, 4\)`
+	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-var _ = redsync.New
+var _ = redsync.New // want `pavedroad: redsync, a Redis lock without fencing tokens; fix: use correctnesslease \(fenced\) or efficiencylock \(declared\) \(RFC MUST 3, 4\)`
 
 func etcdLocks(s *concurrency.Session) {
 	_ = concurrency.NewMutex(s, "/locks/billing")   // want `pavedroad: concurrency.NewMutex grants authority without a fencing token`

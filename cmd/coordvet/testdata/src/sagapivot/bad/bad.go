@@ -41,3 +41,22 @@ func definitions() {
 		saga.Pivot("ship", ship),
 	)
 }
+
+// Steps gathered in a local slice first (seen in an outside corpus: missed).
+func fromLocalSlice() {
+	steps := []saga.Step[Order]{
+		saga.Compensatable("reserve", reserve, release),
+		saga.Retriable[Order]("ship", ship),
+	}
+	saga.New("order", steps...) // want `saga definition without a pivot`
+
+	var late = []saga.Step[Order]{
+		saga.Pivot("charge", charge),
+		saga.Compensatable("reserve", reserve, release), // want `a Compensatable step after the pivot is never compensated`
+	}
+	saga.New("late", late...)
+
+	saga.New("inline", []saga.Step[Order]{ // want `saga definition without a pivot`
+		saga.Retriable[Order]("ship", ship),
+	}...)
+}
