@@ -35,7 +35,6 @@ var longFiles = map[string]string{
 	"efficiencylock/fault_test.go":             "the fault scenarios against a real Redis (kill, pause, failover): one file per fault kind is next",
 	"efficiencylock/lock_test.go":              "the lock's contract tests; split with the fault tests",
 	"internal/watchplane/root.go":              "the lead's new watch plane (one root's mirror and stream); split by its author",
-	"outbox/natsjs/consumer_test.go":           "split with the publisher core (issue 32 point 4)",
 }
 
 // moduleFile is one Go file of the SDK module, parsed with comments.

@@ -28,29 +28,11 @@ type Checker interface {
 // at a time in order; after a failure, the rest of that key's messages report
 // ErrSkipped while other keys continue. Once ctx is done, the messages not yet
 // sent report ErrSkipped too: they were not attempted, so they do not count
-// toward MaxAttempts.
+// toward MaxAttempts. It is a KeyedPublisher with one lane.
 type PublisherFunc func(ctx context.Context, m Message) error
 
 // Publish implements Publisher.
 func (f PublisherFunc) Publish(ctx context.Context, msgs []Message) []error {
-	var errs []error
-	var failed map[string]bool
-	for i, m := range msgs {
-		var err error
-		if failed[m.Key] || ctx.Err() != nil {
-			err = ErrSkipped
-		} else {
-			err = f(ctx, m)
-		}
-		if err == nil {
-			continue
-		}
-		if errs == nil {
-			errs = make([]error, len(msgs))
-			failed = map[string]bool{}
-		}
-		errs[i] = err
-		failed[m.Key] = true
-	}
-	return errs
+	p := KeyedPublisher{cfg: KeyedConfig{Send: f, Lanes: 1}}
+	return p.Publish(ctx, msgs)
 }

@@ -46,6 +46,7 @@ type Publisher struct {
 	client *kgo.Client
 	topic  func(m outbox.Message) string
 	topics []string
+	keyed  *outbox.KeyedPublisher // waves of per-key runs (admit, produce)
 }
 
 // New returns a Publisher producing through client, which the caller configures
@@ -56,7 +57,13 @@ func New(client *kgo.Client, cfg Config) (*Publisher, error) {
 		return nil, &outbox.ConfigError{Field: "client", Reason: "nil *kgo.Client"}
 	}
 	cfg = cfg.withDefaults() // every Config is valid
-	return &Publisher{client: client, topic: cfg.Topic, topics: cfg.Topics}, nil
+	p := &Publisher{client: client, topic: cfg.Topic, topics: cfg.Topics}
+	keyed, err := outbox.NewKeyedPublisher(outbox.KeyedConfig{SendBatch: p.produce, Admit: p.admit})
+	if err != nil {
+		return nil, err
+	}
+	p.keyed = keyed
+	return p, nil
 }
 
 // Record builds the Kafka record for m.
@@ -84,75 +91,44 @@ func (p *Publisher) Record(m outbox.Message) *kgo.Record {
 // records is one wave (one ProduceSync); a record that cannot fit in a batch at
 // all fails before anything is produced for its key's later records.
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
-	recs := make([]*kgo.Record, len(msgs))
+	return p.keyed.Publish(ctx, msgs)
+}
+
+// admit is the wave rule above: a record on another topic than its key's
+// previous one waits for the next wave, one franz-go might fail on its own ends
+// its key's run, one that can never fit fails at once.
+func (p *Publisher) admit(m outbox.Message, prev *outbox.Message) (outbox.Admission, error) {
+	r := p.Record(m)
+	if prev != nil && p.topic(*prev) != r.Topic {
+		return outbox.AdmitNext, nil // a topic-level failure of the previous record must stop this one
+	}
+	switch p.fit(r) {
+	case fitNever:
+		return 0, fmt.Errorf("%w: record of %d bytes does not fit in a produce batch", kerr.MessageTooLarge, userSize(r))
+	case fitMaybe:
+		return outbox.AdmitLast, nil
+	}
+	return outbox.AdmitJoin, nil
+}
+
+// produce sends one wave and waits for every acknowledgement (or ctx).
+func (p *Publisher) produce(ctx context.Context, msgs []outbox.Message) []error {
+	batch := make([]*kgo.Record, len(msgs))
+	index := make(map[*kgo.Record]int, len(msgs))
 	for i, m := range msgs {
-		recs[i] = p.Record(m)
+		batch[i] = p.Record(m)
+		index[batch[i]] = i
 	}
-	errs := make([]error, len(msgs))
-	anyErr := false
-	failed := map[string]bool{}
-	fail := func(i int, err error) {
-		errs[i], anyErr = err, true
-		failed[msgs[i].Key] = true
-	}
-	pending := make([]int, len(msgs))
-	for i := range pending {
-		pending[i] = i
-	}
-	for len(pending) > 0 {
-		if ctx.Err() != nil { // not produced: not attempts
-			for _, i := range pending {
-				errs[i], anyErr = outbox.ErrSkipped, true
+	var errs []error
+	// ProduceSync lists results in completion order, not in the order of
+	// batch: match them by record.
+	for _, r := range p.client.ProduceSync(ctx, batch...) {
+		if r.Err != nil {
+			if errs == nil {
+				errs = make([]error, len(msgs))
 			}
-			break
+			errs[index[r.Record]] = fmt.Errorf("kafka: topic %q: %w", r.Record.Topic, r.Err)
 		}
-		var wave, rest []int
-		closed := map[string]bool{}  // keys whose records wait for the next wave
-		topic := map[string]string{} // topic of each key's last record in this wave
-		for _, i := range pending {
-			k := msgs[i].Key
-			switch {
-			case failed[k]:
-				errs[i], anyErr = outbox.ErrSkipped, true
-				continue
-			case closed[k]:
-				rest = append(rest, i)
-				continue
-			}
-			if t, ok := topic[k]; ok && t != recs[i].Topic {
-				closed[k] = true // a topic-level failure of the previous record must stop this one
-				rest = append(rest, i)
-				continue
-			}
-			switch p.fit(recs[i]) {
-			case fitNever:
-				fail(i, fmt.Errorf("%w: record of %d bytes does not fit in a produce batch", kerr.MessageTooLarge, userSize(recs[i])))
-				continue
-			case fitMaybe:
-				closed[k] = true
-			}
-			topic[k] = recs[i].Topic
-			wave = append(wave, i)
-		}
-		if len(wave) > 0 {
-			batch := make([]*kgo.Record, len(wave))
-			index := make(map[*kgo.Record]int, len(wave))
-			for j, i := range wave {
-				batch[j] = recs[i]
-				index[recs[i]] = i
-			}
-			// ProduceSync lists results in completion order, not in the order of
-			// batch: match them by record.
-			for _, r := range p.client.ProduceSync(ctx, batch...) {
-				if r.Err != nil {
-					fail(index[r.Record], fmt.Errorf("kafka: topic %q: %w", r.Record.Topic, r.Err))
-				}
-			}
-		}
-		pending = rest
-	}
-	if !anyErr {
-		return nil
 	}
 	return errs
 }

@@ -27,16 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // event for a topic that does not exist fails, is retried and parked; the other
 // keys are not held up.
 func TestKafkaPublisherAgainstKfake(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.UnknownTopicRetries(1), kgo.RecordDeliveryTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	cluster, prod := ordersCluster(t)
 
 	db := coordtest.Postgres(t)
 	ctx := context.Background()
@@ -147,4 +138,22 @@ func newPublisher(t testing.TB, cl *kgo.Client, cfg kafka.Config) *kafka.Publish
 		t.Fatal(err)
 	}
 	return p
+}
+
+// ordersCluster is a one-broker kfake cluster with a three-partition "orders"
+// topic, and a producer on it that gives up on an unknown topic after one
+// retry; both end with the test.
+func ordersCluster(t *testing.T) (*kfake.Cluster, *kgo.Client) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.UnknownTopicRetries(1), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return cluster, prod
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -39,11 +38,11 @@ type Config struct {
 
 // Publisher is an outbox.Publisher over JetStream. Safe for concurrent use.
 type Publisher struct {
-	js          jetstream.JetStream
-	subject     func(m outbox.Message) string
-	concurrency int
-	subjects    []string
-	dups        atomic.Int64
+	js       jetstream.JetStream
+	subject  func(m outbox.Message) string
+	subjects []string
+	dups     atomic.Int64
+	keyed    *outbox.KeyedPublisher // per key in order, Concurrency keys at once
 }
 
 func (c Config) withDefaults() Config {
@@ -74,7 +73,13 @@ func New(js jetstream.JetStream, cfg Config) (*Publisher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{js: js, subject: cfg.Subject, concurrency: cfg.Concurrency, subjects: cfg.Subjects}, nil
+	p := &Publisher{js: js, subject: cfg.Subject, subjects: cfg.Subjects}
+	keyed, err := outbox.NewKeyedPublisher(outbox.KeyedConfig{Send: p.send, Lanes: cfg.Concurrency})
+	if err != nil {
+		return nil, err
+	}
+	p.keyed = keyed
+	return p, nil
 }
 
 // Duplicates returns how many publications JetStream acknowledged as duplicates
@@ -95,58 +100,25 @@ func (p *Publisher) Msg(m outbox.Message) *nats.Msg {
 }
 
 // Publish publishes msgs, per key in order and waiting for each ack, keys in
-// parallel. It returns nil when all were acknowledged, else one error per message
-// (outbox.ErrSkipped after a failure of the same key, and for messages not sent
-// because ctx was done). It blocks until done or ctx is done.
+// parallel (outbox.KeyedPublisher with Concurrency lanes). It returns nil when
+// all were acknowledged, else one error per message (outbox.ErrSkipped after a
+// failure of the same key, and for messages not sent because ctx was done). It
+// blocks until done or ctx is done.
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
-	byKey := map[string][]int{}
-	var order []string
-	for i, m := range msgs {
-		if _, ok := byKey[m.Key]; !ok {
-			order = append(order, m.Key)
-		}
-		byKey[m.Key] = append(byKey[m.Key], i)
+	return p.keyed.Publish(ctx, msgs)
+}
+
+// send publishes one message and waits for its ack.
+func (p *Publisher) send(ctx context.Context, m outbox.Message) error {
+	msg := p.Msg(m)
+	ack, err := p.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return named(msg.Subject, err)
 	}
-	errs := make([]error, len(msgs))
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, p.concurrency)
-	for _, k := range order {
-		idx := byKey[k]
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			for n, i := range idx {
-				if ctx.Err() != nil { // not sent: not an attempt
-					failed.Store(true)
-					for _, j := range idx[n:] {
-						errs[j] = outbox.ErrSkipped
-					}
-					return
-				}
-				msg := p.Msg(msgs[i])
-				ack, err := p.js.PublishMsg(ctx, msg)
-				if err != nil {
-					err = named(msg.Subject, err)
-					failed.Store(true)
-					errs[i] = err
-					for _, j := range idx[n+1:] {
-						errs[j] = outbox.ErrSkipped
-					}
-					return
-				}
-				if ack.Duplicate {
-					p.dups.Add(1)
-				}
-			}
-		}()
+	if ack.Duplicate {
+		p.dups.Add(1)
 	}
-	wg.Wait()
-	if !failed.Load() {
-		return nil
-	}
-	return errs
+	return nil
 }
 
 // Check reports, for each of Options.Subjects, whether a stream captures it: an
