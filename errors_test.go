@@ -26,6 +26,7 @@ import (
 	"github.com/coordkit/coordkit/saga"
 	"github.com/coordkit/coordkit/schedule"
 	"github.com/coordkit/coordkit/testing/fencetest"
+	"github.com/coordkit/coordkit/testing/publishtest"
 )
 
 // exportedError is one exported error of one package, as a caller meets it.
@@ -182,6 +183,8 @@ var exportedErrors = []exportedError{
 
 	{"fencetest.ErrInvalidConfig", fencetest.ErrInvalidConfig, false},
 	{"*fencetest.ConfigError", &fencetest.ConfigError{Field: "Endpoints"}, false},
+	{"publishtest.ErrInvalidConfig", publishtest.ErrInvalidConfig, false},
+	{"*publishtest.ConfigError", &publishtest.ConfigError{Field: "Topic"}, false},
 }
 
 // TestRetryableOverEveryExportedError: coord.Retryable gives every exported error
