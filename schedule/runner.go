@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -265,9 +264,4 @@ func (js *jobState) advance(ts ...time.Time) {
 			js.last = t
 		}
 	}
-}
-
-// running reports whether the job has an unfinished run of the given fire.
-func (js *jobState) runs(id ID) bool {
-	return slices.ContainsFunc(js.running, func(t *task) bool { return t.id == id })
 }

@@ -15,7 +15,7 @@ import (
 // both day fields matches either. github.com/netresearch/go-cron is the
 // maintained fork of robfig/cron; only its parser and its field matching are
 // used, on civil times (see spec.next): the DST rules are this package's.
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom)
+var cronParser = cron.MustNewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor | cron.DowOrDom)
 
 // parseCron parses expr into a schedule read on civil times.
 func parseCron(expr string) (*cron.SpecSchedule, error) {

@@ -166,7 +166,7 @@ func run() int {
 
 // lineHandler turns the scheduler's logs into report lines: fence rejections
 // and duplicates on stdout, warnings on stderr.
-type lineHandler struct{ attrs []slog.Attr }
+type lineHandler struct{}
 
 func (h *lineHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
