@@ -104,11 +104,18 @@ type Spec struct {
 	// ResetAfter asks the plane to re-open the root's watch once the root has
 	// been unconfirmed this long (a stream presumed hung). 0: DefaultResetAfter.
 	ResetAfter time.Duration
+	// RequestTimeout asks the plane to bound the root's lists, probe reads and
+	// watch opens by at most this. 0: Config.RequestTimeout.
+	RequestTimeout time.Duration
 	// Backoff is the reconnect schedule the subscriber asks for. The root
 	// follows the live subscriber whose Backoff has the smallest Cap. Zero:
 	// coord's defaults.
 	Backoff coord.Backoff
 }
+
+// One rule for what subscribers ask of their shared root: the root follows the
+// most demanding live subscriber — the smallest ProbeInterval, ResetAfter,
+// RequestTimeout and Backoff cap.
 
 // RootOf returns the root prefix of a key: /tenants/{t}/{kind}/ for a key in the
 // tenant layout (its tenant's kind: every key of the kind shares one upstream

@@ -39,8 +39,7 @@ func (p *Plane) maintain() {
 		interval := DefaultProbeInterval
 		var idleAt time.Time
 		for _, r := range roots {
-			probe, _, _ := r.needs()
-			interval = min(interval, probe)
+			interval = min(interval, r.needs().probe)
 			r.mu.Lock()
 			if !r.idleSince.IsZero() && (idleAt.IsZero() || r.idleSince.Before(idleAt)) {
 				idleAt = r.idleSince
@@ -116,8 +115,12 @@ const (
 // re-opened. It reports what became of the progress request.
 func (p *Plane) probe(skipProgress bool) (progress int) {
 	roots := p.rootList()
+	timeout := p.cfg.RequestTimeout
+	for _, r := range roots {
+		timeout = min(timeout, r.needs().timeout)
+	}
 	sent := p.cfg.Clock.Now()
-	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(p.ctx), p.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(p.ctx), timeout)
 	defer cancel()
 	resp, err := p.cli.Get(ctx, roots[0].prefix, clientv3.WithCountOnly())
 	if err == nil {
@@ -142,19 +145,19 @@ func (p *Plane) probe(skipProgress bool) (progress int) {
 			wcancel()
 		}
 		for _, r := range behind {
-			if _, _, asked := r.needs(); asked && r.confirmedAt().Before(sent) {
+			if r.needs().asked && r.confirmedAt().Before(sent) {
 				r.compare(ctx, sent)
 			}
 		}
 	}
 	now := p.cfg.Clock.Now()
 	for _, r := range roots {
-		_, resetAfter, asked := r.needs()
-		if !asked && (skipProgress || progress == progressUnanswered) {
+		q := r.needs()
+		if !q.asked && (skipProgress || progress == progressUnanswered) {
 			continue // nothing confirms this root: a silent stream cannot be told from a quiet one
 		}
 		r.mu.Lock()
-		hung := r.listed && !r.opened.IsZero() && now.Sub(r.confirmed) > resetAfter && now.Sub(r.opened) > resetAfter
+		hung := r.listed && !r.opened.IsZero() && now.Sub(r.confirmed) > q.resetAfter && now.Sub(r.opened) > q.resetAfter
 		r.mu.Unlock()
 		if hung {
 			select {
@@ -228,4 +231,27 @@ func (r *root) compare(ctx context.Context, sent time.Time) {
 	if r.rev >= resp.Header.Revision || (int64(len(r.kvs)) == resp.Count && mine == maxMod) {
 		r.confirmLocked(sent)
 	}
+}
+
+// confirmLocked records that the mirror was current as of sent (r.mu held).
+func (r *root) confirmLocked(sent time.Time) {
+	if sent.After(r.confirmed) {
+		r.confirmed = sent
+		r.err = nil
+		close(r.confirmedCh)
+		r.confirmedCh = make(chan struct{})
+	}
+}
+
+func (r *root) confirmedAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.confirmed
+}
+
+// confirmation returns the last confirmation and a channel closed at the next.
+func (r *root) confirmation() (time.Time, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.confirmed, r.confirmedCh
 }

@@ -156,6 +156,31 @@ func (s *Sub) Revision() int64 {
 // zero before the first. Staleness is the time since. It does not block.
 func (s *Sub) Confirmed() time.Time { return s.r.confirmedAt() }
 
+// Confirmation returns Confirmed and a channel closed at the next confirmation,
+// for a loop that reacts to them. It does not block.
+func (s *Sub) Confirmation() (at time.Time, next <-chan struct{}) { return s.r.confirmation() }
+
+// Health is a subscription's view of its root.
+type Health struct {
+	Watching bool      // the root's watch is open
+	Opens    int64     // upstream watch opens of the root (the first, and every resume)
+	Relists  int64     // re-lists of the root after the first list
+	Err      error     // as Err
+	Since    time.Time // when the root started (the plane's clock)
+}
+
+// Health returns the root's state. It does not block.
+func (s *Sub) Health() Health {
+	r := s.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := Health{Watching: !r.opened.IsZero(), Opens: r.opens, Relists: r.relists, Err: r.err, Since: r.started}
+	if s.ended {
+		h.Err = ErrClosed
+	}
+	return h
+}
+
 // Sync blocks until the root is confirmed current by a read sent after the call
 // (the plane probes at once): a consistent read from the mirror, as the
 // Kubernetes API server serves one from its watch cache. Take after it returns
