@@ -42,6 +42,7 @@ func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
 	cfg.Backoff.Cap = 2 * time.Second // keep the default tier quick; the schedule is tested in TestReconnectHerd
 	compactedErrs := &errorCounter{match: coord.ErrCompacted}
 	cfg.Logger = slog.New(compactedErrs)
+	cfg.PrivateWatches = true // the plane logs the compaction to cfg.Logger
 	c := mustNew(t, coordtest.NewEtcdClient(t, proxy.URL()), cfg)
 	// Nothing is written between capturing the start and subscribing.
 	rec := recorder{start: maps.Clone(c.Get().Value)}

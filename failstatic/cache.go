@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // Cache serves the latest valid snapshot of a key or prefix in etcd, and keeps
@@ -29,17 +30,16 @@ type Cache[T any] struct {
 	log      *slog.Logger
 	tel      *telemetry
 
+	plane        *watchplane.Plane // private (closed by Close) when PrivateWatches
+	sub          *watchplane.Sub
+	opensBefore  int64 // the root's watch opens before this cache subscribed (Status.Reconnects)
 	cur          atomic.Pointer[state[T]]
 	confirmedOff atomic.Int64 // ns after base at which the cache was last confirmed current
 	coarseOff    atomic.Int64 // ns after base, refreshed every coarseTick while running (system clock only)
 	coarse       atomic.Bool  // coarseOff is being refreshed
-	observed     atomic.Pointer[observation]
-	watchOff     atomic.Int64 // ns after base at which the current watch started
 	rejected     atomic.Int64
 	coalesced    atomic.Int64
-	reconnects   atomic.Int64
 	relists      atomic.Int64
-	connected    atomic.Bool
 
 	mu       sync.Mutex // guards the status errors below
 	lastErr  error
@@ -54,17 +54,9 @@ type Cache[T any] struct {
 	closeOnce   sync.Once
 
 	// owned by the run goroutine (and by New before it starts)
-	work     map[string]KV
-	dirty    map[string]int64 // keys touched since the last adoption → revision observed
-	rev      int64            // every event up to rev has been applied to work
-	needList bool
-}
-
-// observation summarises what the watch has applied, for the probe.
-type observation struct {
-	rev    int64
-	count  int64
-	maxMod int64
+	work  map[string]KV
+	dirty map[string]int64 // keys touched since the last adoption → revision observed
+	rev   int64            // every event up to rev has been applied to work
 }
 
 // Status is the data-source status of a Cache, for health endpoints and logs.
@@ -72,11 +64,11 @@ type Status struct {
 	Source     Source
 	Revision   int64
 	Staleness  time.Duration
-	Connected  bool  // the watch is running and has delivered since it (re)started
+	Connected  bool  // the watch of the cache's root is open and without error
 	Rejected   int64 // snapshots rejected by Decode or Validate
 	Coalesced  int64 // snapshots a slow subscriber was not given on their own: merged into its next update
-	Reconnects int64 // watch restarts (disconnect, hang, compaction)
-	Relists    int64 // full re-reads after compaction
+	Reconnects int64 // watch restarts of the root since the cache started (disconnect, hang, compaction)
+	Relists    int64 // full re-reads (resyncs) after the first: a compaction, or the cache fell behind
 	// LastError is the last list, watch or probe error (nil once recovered). It
 	// matches coord.ErrNoLeader when etcd had no leader and coord.ErrCompacted
 	// when the watch was compacted away (the cache then re-lists by itself).
@@ -89,8 +81,10 @@ type Status struct {
 }
 
 // New reads the key or prefix in cfg at one revision, adopts the snapshot if it
-// decodes and validates, and starts watching from the next revision in the
-// background.
+// decodes and validates, and keeps it current in the background. It watches
+// through the client's shared watch plane (one upstream etcd watch per tenant
+// kind for the whole process; cfg.PrivateWatches for one of its own): New's
+// read is the plane's mirror, confirmed current by a read sent after New began.
 //
 // If etcd does not answer with a valid snapshot within cfg.DiskFallbackAfter and
 // cfg.StatePath holds a usable last-known-good snapshot, New serves that one
@@ -120,7 +114,6 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 		work:        map[string]KV{},
 		dirty:       map[string]int64{},
 		persistKick: make(chan struct{}, 1),
-		needList:    true, // until a list succeeds there is no revision to resume from
 	}
 	c.watched, c.isPrefix = cfg.watched()
 	c.sysClock = cfg.Clock == coord.SystemClock()
@@ -133,6 +126,10 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 		return nil, err
 	}
 	c.tel = tel
+	if err := c.subscribe(client); err != nil {
+		tel.close()
+		return nil, err
+	}
 	c.subs.coalesced = func() {
 		c.coalesced.Add(1)
 		tel.coalesced.Add(context.Background(), 1, tel.attrs)
@@ -146,6 +143,7 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 	liveErr := c.initialList(ictx)
 	cancel()
 	if err := context.Cause(ctx); err != nil && liveErr != nil {
+		c.unsubscribe()
 		tel.close()
 		return nil, err
 	}
@@ -156,6 +154,7 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 		c.log.Warn("serving last-known-good snapshot from disk", "revision", disk.rev, "cause", liveErr)
 		c.setErr(liveErr)
 	default:
+		c.unsubscribe()
 		tel.close()
 		return nil, fmt.Errorf("%w: %w", ErrNoSnapshot, errors.Join(liveErr, diskErr))
 	}
@@ -167,9 +166,8 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.tickCoarse(bg) }()
 	}
-	c.wg.Add(3)
+	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.run(bg) }()
-	go func() { defer c.wg.Done(); c.probeLoop(bg) }()
 	go func() { defer c.wg.Done(); c.persistLoop(bg) }()
 	if liveErr == nil {
 		c.kickPersist()
@@ -177,21 +175,48 @@ func New[T any](ctx context.Context, client *clientv3.Client, cfg Config[T]) (*C
 	return c, nil
 }
 
-// initialList lists with backoff until it adopts a live snapshot or ctx ends.
-// A rejected snapshot ends the attempt (retrying would read the same data).
-func (c *Cache[T]) initialList(ctx context.Context) error {
-	for attempt := 0; ; attempt++ {
-		err := c.list(ctx)
-		if err == nil || errors.Is(err, ErrRejected) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return err
-		}
-		if werr := c.cfg.Backoff.Wait(ctx, c.clock, attempt); werr != nil {
-			return err
-		}
+// subscribe starts the cache's subscription on the watch plane.
+func (c *Cache[T]) subscribe(client *clientv3.Client) error {
+	if c.cfg.PrivateWatches {
+		c.plane = watchplane.New(client, watchplane.Config{Clock: c.clock, RequestTimeout: c.cfg.RequestTimeout,
+			Logger: c.cfg.Logger, MeterProvider: c.cfg.MeterProvider})
+	} else {
+		c.plane = watchplane.For(client, c.clock)
 	}
+	sub, err := c.plane.Subscribe(watchplane.Spec{Key: c.watched, Prefix: c.isPrefix,
+		ProbeInterval: c.cfg.ProbeInterval, ResetAfter: c.cfg.ResetAfter,
+		RequestTimeout: c.cfg.RequestTimeout, Backoff: c.cfg.Backoff})
+	if err != nil {
+		if c.cfg.PrivateWatches {
+			c.plane.Close()
+		}
+		return fmt.Errorf("failstatic: watch %q: %w", c.watched, err)
+	}
+	c.sub, c.opensBefore = sub, sub.Health().Opens
+	return nil
+}
+
+// unsubscribe ends the subscription (and a private plane).
+func (c *Cache[T]) unsubscribe() {
+	c.sub.Close()
+	if c.cfg.PrivateWatches {
+		c.plane.Close()
+	}
+}
+
+// initialList waits until the plane has confirmed the watched range current by a
+// read sent after this call (a linearizable read, served from the plane's
+// mirror), applies it and offers it for adoption; the plane retries etcd with
+// backoff meanwhile. A rejected snapshot ends the wait (the same data would be
+// read again). On ctx's end it returns ctx's cause joined with the plane's last
+// error (an unreachable etcd, no leader).
+func (c *Cache[T]) initialList(ctx context.Context) error {
+	if err := c.sub.Sync(ctx); err != nil {
+		return fmt.Errorf("failstatic: list %q: %w", c.watched, errors.Join(err, c.sub.Err()))
+	}
+	c.drain()
+	c.confirm(c.sub.Confirmed())
+	return c.offer(ctx, SourceLive)
 }
 
 // Get returns the current snapshot: the decoded value, its revision, its source
@@ -281,11 +306,16 @@ func (c *Cache[T]) Status() Status {
 	st := c.cur.Load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	h := c.sub.Health()
+	lastErr := h.Err
+	if errors.Is(lastErr, watchplane.ErrClosed) || (lastErr == nil && st.source == SourceDisk) {
+		lastErr = c.lastErr // closed, or never live: what New saw
+	}
 	return Status{
 		Source: st.source, Revision: st.rev, Staleness: c.Staleness(),
-		Connected: c.connected.Load(), Rejected: c.rejected.Load(), Coalesced: c.coalesced.Load(),
-		Reconnects: c.reconnects.Load(), Relists: c.relists.Load(),
-		LastError: c.lastErr, LastRejection: c.lastRej, StateFileError: c.stateErr,
+		Connected: h.Watching && h.Err == nil, Rejected: c.rejected.Load(), Coalesced: c.coalesced.Load(),
+		Reconnects: max(0, h.Opens-c.opensBefore-1), Relists: c.relists.Load(),
+		LastError: lastErr, LastRejection: c.lastRej, StateFileError: c.stateErr,
 	}
 }
 
@@ -297,6 +327,7 @@ func (c *Cache[T]) Close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
 		c.wg.Wait()
+		c.unsubscribe()
 		c.subs.closeAll()
 		c.tel.close()
 	})

@@ -65,17 +65,24 @@ type Config[T any] struct {
 	// stale forever).
 	Classes []KeyClass
 
-	// ProbeInterval is how often a linearizable read checks that the cache is
-	// current. It bounds how far staleness can overstate the truth. Default
-	// DefaultProbeInterval (1 s).
+	// ProbeInterval is how often the cache's watch plane confirms that the
+	// cache is current (one revision read and a progress request per plane,
+	// whatever the number of caches). It bounds how far staleness can overstate
+	// the truth. Default DefaultProbeInterval (1 s). Like ResetAfter,
+	// RequestTimeout and Backoff, it is asked of the plane's root shared with
+	// other components, which follows the most demanding of them.
 	ProbeInterval time.Duration
 	// ResetAfter: when the cache has not been confirmed current for this long,
 	// the watch is presumed hung and is restarted (from the last revision,
 	// after backoff). Default DefaultResetAfter (10 s).
 	ResetAfter time.Duration
-	// RequestTimeout bounds each read (list, probe). Default
+	// RequestTimeout bounds each read (list, probe) and watch open. Default
 	// DefaultRequestTimeout (2 s).
 	RequestTimeout time.Duration
+	// PrivateWatches gives the cache a watch plane of its own (its own
+	// upstream etcd watch, closed by Close) instead of the client's shared one.
+	// Default false: share.
+	PrivateWatches bool
 	// InitialTimeout bounds how long New waits for etcd when there is no usable
 	// state file. Default DefaultInitialTimeout (5 s).
 	InitialTimeout time.Duration

@@ -3,181 +3,82 @@ package failstatic
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
-var (
-	errWatchClosed = errors.New("failstatic: watch channel closed")
-	errWatchHung   = errors.New("failstatic: watch presumed hung (cache unconfirmed for ResetAfter)")
-)
-
-// run is the list/watch loop: watch from rev+1, and after the watch ends for any
-// reason wait a full-jitter backoff, check etcd answers, and resume from rev+1 —
-// or re-list first after a compaction. It returns only when ctx ends.
+// run applies the subscription's updates until ctx ends — a resync replaces the
+// working map, events change it, and each batch is offered for adoption — and
+// confirms the cache whenever the watch plane confirms its root current. The
+// plane resumes, re-lists, probes and paces reconnects; a cache whose plane has
+// closed (its client was closed) keeps serving its last snapshot.
 func (c *Cache[T]) run(ctx context.Context) {
-	attempt := 0
-	listed := !c.needList // New just listed: watch at once, no readiness check
-	for ctx.Err() == nil {
-		var err error
-		switch {
-		case listed:
-			listed = false
-		case c.needList:
-			if err = c.list(ctx); errors.Is(err, ErrRejected) {
-				err = nil // the working map is complete; watch for a fix
-			}
-		default:
-			err = c.probe(ctx)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			c.setErr(err)
-			c.log.Warn("etcd not reachable; serving last good snapshot", "attempt", attempt, "err", err)
-			_ = c.cfg.Backoff.Wait(ctx, c.clock, attempt)
-			attempt++
-			continue
-		}
-		delivered, compacted, werr := c.watch(ctx)
-		c.connected.Store(false)
-		if ctx.Err() != nil {
-			return
-		}
-		if delivered {
-			attempt = 0
-		}
-		c.reconnects.Add(1)
-		c.tel.reconnects.Add(ctx, 1, c.tel.attrs)
-		if compacted {
-			c.needList = true
-			c.relists.Add(1)
-			c.tel.relists.Add(ctx, 1, c.tel.attrs)
-		}
-		c.setErr(werr)
-		c.log.Info("watch ended; resuming", "revision", c.rev, "relist", compacted, "attempt", attempt, "err", werr)
-		_ = c.cfg.Backoff.Wait(ctx, c.clock, attempt)
-		attempt++
-	}
-}
-
-// watch watches from c.rev+1 until the watch fails, is compacted, closes or is
-// presumed hung. delivered reports whether it delivered anything.
-func (c *Cache[T]) watch(ctx context.Context) (delivered, compacted bool, err error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	opts := []clientv3.OpOption{clientv3.WithRev(c.rev + 1), clientv3.WithProgressNotify()}
-	if c.isPrefix {
-		opts = append(opts, clientv3.WithPrefix())
-	}
-	// clientv3's Watch blocks until the stream is open — forever if etcd went away
-	// just now. Bound it like any request: on timeout the channel comes back
-	// closed and the loop backs off.
-	watchdog := time.AfterFunc(c.cfg.RequestTimeout, cancel)
-	wch := c.client.Watch(wctx, c.watched, opts...)
-	if !watchdog.Stop() {
-		return false, false, fmt.Errorf("failstatic: opening watch: %w", context.DeadlineExceeded)
-	}
-	started := c.clock.Now()
-	c.watchOff.Store(int64(started.Sub(c.base)))
-	check := c.clock.NewTimer(c.cfg.ProbeInterval)
-	defer check.Stop()
+	_, confirmed := c.sub.Confirmation()
 	for {
 		select {
 		case <-ctx.Done():
-			return delivered, false, context.Cause(ctx)
-		case <-check.C():
-			if c.Staleness() > c.cfg.ResetAfter && c.clock.Now().Sub(started) > c.cfg.ResetAfter {
-				return delivered, false, errWatchHung
+			return
+		case <-c.sub.Done():
+			return
+		case <-confirmed:
+			var at time.Time
+			at, confirmed = c.sub.Confirmation()
+			c.confirm(at)
+		case <-c.sub.Ready():
+			if c.drain() {
+				_ = c.offer(ctx, SourceLive)
 			}
-			check.Reset(c.cfg.ProbeInterval)
-		case wr, ok := <-wch:
-			if !ok {
-				// Never "no change": the stream is gone, resume from c.rev.
-				return delivered, false, errWatchClosed
-			}
-			if wr.CompactRevision != 0 || errors.Is(wr.Err(), rpctypes.ErrCompacted) {
-				return delivered, true, fmt.Errorf("watch from revision %d: compacted at %d: %w: %w", c.rev+1, wr.CompactRevision, coord.ErrCompacted, rpctypes.ErrCompacted)
-			}
-			if err := wr.Err(); err != nil {
-				return delivered, false, etcderr.Classify(err)
-			}
-			if wr.Created {
-				continue
-			}
-			delivered = true
-			c.connected.Store(true)
-			if wr.IsProgressNotify() {
-				// Every event up to the header revision has been sent.
-				c.rev = max(c.rev, wr.Header.Revision)
-				c.publishObserved()
-				continue
-			}
-			for _, ev := range wr.Events {
-				k := string(ev.Kv.Key)
-				switch ev.Type {
-				case mvccpb.PUT:
-					c.work[k] = KV{Key: k, Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision}
-				case mvccpb.DELETE:
-					delete(c.work, k)
-				}
-				c.dirty[k] = ev.Kv.ModRevision
-				c.rev = max(c.rev, ev.Kv.ModRevision)
-			}
-			c.publishObserved()
-			_ = c.offer(ctx, SourceLive)
 		}
 	}
 }
 
-// list reads the whole key or prefix at one (linearizable) revision, replaces
-// the working map with it and offers the result for adoption.
-func (c *Cache[T]) list(ctx context.Context) error {
-	sent := c.clock.Now()
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
-	var opts []clientv3.OpOption
-	if c.isPrefix {
-		opts = append(opts, clientv3.WithPrefix())
+// drain applies every update waiting on the subscription and reports whether
+// there was any.
+func (c *Cache[T]) drain() bool {
+	any := false
+	for {
+		u, ok := c.sub.Take()
+		if !ok {
+			return any
+		}
+		any = true
+		c.apply(u)
 	}
-	resp, err := c.client.Get(clientv3.WithRequireLeader(rctx), c.watched, opts...)
-	if err != nil {
-		return fmt.Errorf("failstatic: list %q: %w", c.watched, etcderr.Classify(err))
-	}
-	rev := resp.Header.Revision
-	c.needList = false
-	for k := range c.work {
-		c.dirty[k] = rev
-	}
-	c.work = make(map[string]KV, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		k := string(kv.Key)
-		c.work[k] = KV{Key: k, Value: kv.Value, ModRevision: kv.ModRevision}
-		c.dirty[k] = kv.ModRevision
-	}
-	c.rev = rev
-	c.publishObserved()
-	c.confirm(sent)
-	return c.offer(ctx, SourceLive)
 }
 
-func (c *Cache[T]) publishObserved() {
-	o := &observation{rev: c.rev, count: int64(len(c.work))}
-	for _, kv := range c.work {
-		o.maxMod = max(o.maxMod, kv.ModRevision)
+// apply applies one update to the working map, marking what it touched.
+func (c *Cache[T]) apply(u watchplane.Update) {
+	if u.Resync {
+		if c.rev > 0 {
+			c.relists.Add(1)
+			c.tel.relists.Add(context.Background(), 1, c.tel.attrs)
+		}
+		for k := range c.work {
+			c.dirty[k] = u.Revision
+		}
+		c.work = make(map[string]KV, len(u.KVs))
+		for _, kv := range u.KVs {
+			k := string(kv.Key)
+			c.work[k] = KV{Key: k, Value: kv.Value, ModRevision: kv.ModRevision}
+			c.dirty[k] = kv.ModRevision
+		}
 	}
-	c.observed.Store(o)
+	for _, ev := range u.Events {
+		k := string(ev.Kv.Key)
+		switch ev.Type {
+		case mvccpb.PUT:
+			c.work[k] = KV{Key: k, Value: ev.Kv.Value, ModRevision: ev.Kv.ModRevision}
+		case mvccpb.DELETE:
+			delete(c.work, k)
+		}
+		c.dirty[k] = ev.Kv.ModRevision
+	}
+	c.rev = max(c.rev, u.Revision)
 }
 
 // offer decodes and validates the working map and adopts it, or counts and logs
@@ -196,8 +97,8 @@ func (c *Cache[T]) offer(ctx context.Context, src Source) error {
 	}
 	if err != nil {
 		rej := &RejectedError{Revision: c.rev, Stage: stage, Err: err}
+		c.tel.rejected.Add(ctx, 1, c.tel.attrs) // before Status shows it: a reader of both sees the metric
 		c.rejected.Add(1)
-		c.tel.rejected.Add(ctx, 1, c.tel.attrs)
 		c.mu.Lock()
 		c.lastRej = rej
 		c.mu.Unlock()

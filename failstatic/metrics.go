@@ -11,21 +11,19 @@ import (
 
 // Metric names and the package's own attribute (docs/metrics.md).
 const (
-	metricStaleness  = "coordkit.failstatic.staleness"            // gauge: since last confirmed current
-	metricRejected   = "coordkit.failstatic.rejected_snapshots"   // counter
-	metricReconnects = "coordkit.failstatic.reconnects"           // counter
-	metricRelists    = "coordkit.failstatic.relists"              // counter
-	metricCoalesced  = "coordkit.failstatic.subscriber_coalesced" // counter: snapshots merged for a slow subscriber
-	attrWatched      = "coordkit.failstatic.watched"              // the key or prefix
+	metricStaleness = "coordkit.failstatic.staleness"            // gauge: since last confirmed current
+	metricRejected  = "coordkit.failstatic.rejected_snapshots"   // counter
+	metricRelists   = "coordkit.failstatic.relists"              // counter: resyncs after the first
+	metricCoalesced = "coordkit.failstatic.subscriber_coalesced" // counter: snapshots merged for a slow subscriber
+	attrWatched     = "coordkit.failstatic.watched"              // the key or prefix
 )
 
 type telemetry struct {
-	attrs      metric.MeasurementOption
-	rejected   metric.Int64Counter
-	coalesced  metric.Int64Counter
-	reconnects metric.Int64Counter
-	relists    metric.Int64Counter
-	reg        metric.Registration
+	attrs     metric.MeasurementOption
+	rejected  metric.Int64Counter
+	coalesced metric.Int64Counter
+	relists   metric.Int64Counter
+	reg       metric.Registration
 }
 
 func newTelemetry[T any](c *Cache[T]) (*telemetry, error) {
@@ -44,12 +42,8 @@ func newTelemetry[T any](c *Cache[T]) (*telemetry, error) {
 		metric.WithDescription("snapshots merged into a later update for a subscriber slower than the updates")); err != nil {
 		return nil, err
 	}
-	if t.reconnects, err = m.Int64Counter(metricReconnects, metric.WithUnit("{watch}"),
-		metric.WithDescription("watch restarts")); err != nil {
-		return nil, err
-	}
 	if t.relists, err = m.Int64Counter(metricRelists, metric.WithUnit("{read}"),
-		metric.WithDescription("full re-reads after compaction")); err != nil {
+		metric.WithDescription("resyncs of the cache after the first (a compaction, or the cache fell behind)")); err != nil {
 		return nil, err
 	}
 	gauge, err := m.Float64ObservableGauge(metricStaleness, metric.WithUnit("s"),
