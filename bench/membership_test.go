@@ -200,7 +200,7 @@ func BenchmarkMembershipResolverUpdate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ourBuilder, err := grpcresolver.NewBuilder(cli, &grpcresolver.Config{Logger: leaseQuiet})
+	ourBuilder, err := grpcresolver.NewBuilder(cli, grpcresolver.Config{Logger: leaseQuiet})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -75,6 +75,12 @@ type SessionConfig struct {
 	// TracerProvider for Register, re-registration and Deregister spans.
 	// Default otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
+
+	// PrivateWatches gives the session a watch plane of its own (its own
+	// upstream etcd watch of the members, closed by Close) instead of the
+	// client's shared one. Default false: every registration of the process
+	// follows its key through one shared watch per tenant.
+	PrivateWatches bool
 }
 
 // Config configures one Registration. Tenant, Service and Instance are

@@ -49,7 +49,7 @@ func Example() {
 	}
 	fmt.Println("registered:", reg.Registered(), reg.Key())
 
-	w, err := membership.Watch(ctx, cli, "acme", "checkout", nil)
+	w, err := membership.Watch(ctx, cli, "acme", "checkout", membership.WatchConfig{})
 	if err != nil {
 		fmt.Println("watch:", err)
 		return

@@ -173,7 +173,7 @@ func watch(t testing.TB, cli *clientv3.Client, tenant, service string, cfg *memb
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
-	w, err := membership.Watch(context.Background(), cli, tenant, service, cfg)
+	w, err := membership.Watch(context.Background(), cli, tenant, service, *cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,11 +79,13 @@ func encodeValue(addr string, md map[string]string) (string, error) {
 }
 
 // decodeKV decodes one key under a service's prefix. ok is false for a key that
-// is not a member record (a deeper path, or a value that does not decode); its
-// Member then carries only the Instance (the key's rest after prefix).
+// is not a member record — an instance name Register would refuse (a deeper
+// path, NUL, invalid UTF-8, whitespace: coord.ValidateName), or a value that
+// does not decode; its Member then carries only the Instance (the key's rest
+// after prefix).
 func decodeKV(prefix string, kv *mvccpb.KeyValue) (m Member, ok bool) {
 	inst := strings.TrimPrefix(string(kv.Key), prefix)
-	if !strings.Contains(inst, "/") {
+	if coord.ValidateName("Instance", inst, coord.MaxNameLen) == nil {
 		if m, ok := decodeMember(inst, kv.Value, kv.Lease, kv.CreateRevision, kv.ModRevision); ok {
 			return m, true
 		}

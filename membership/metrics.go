@@ -21,7 +21,6 @@ const (
 	metricKeepalives     = "coordkit.membership.keepalives"              // counter, attr outcome
 	metricMembers        = "coordkit.membership.members"                 // gauge: members in a watcher's view
 	metricStaleness      = "coordkit.membership.staleness"               // gauge: since the view was last confirmed
-	metricWatchResumes   = "coordkit.membership.watch.resumes"           // counter
 	metricRelists        = "coordkit.membership.relists"                 // counter: re-lists after compaction
 
 	attrService        = "coordkit.membership.service"
@@ -85,7 +84,6 @@ type watchInstruments struct {
 	attrs     attribute.Set
 	staleness metric.Float64ObservableGauge
 	members   metric.Int64ObservableGauge
-	resumes   metric.Int64Counter
 	relists   metric.Int64Counter
 	unreg     metric.Registration
 }
@@ -94,16 +92,14 @@ func newWatchInstruments(cfg WatchConfig, tenant, service string, w *Watcher) *w
 	m := cfg.MeterProvider.Meter(instrumentation)
 	in := &watchInstruments{attrs: attribute.NewSet(
 		attribute.String(coord.AttrTenant, tenant), attribute.String(attrService, service))}
-	var errs [5]error
+	var errs [4]error
 	in.staleness, errs[0] = m.Float64ObservableGauge(metricStaleness,
 		metric.WithDescription("time since the view was last confirmed current"), metric.WithUnit("s"))
 	in.members, errs[1] = m.Int64ObservableGauge(metricMembers, metric.WithUnit("{member}"),
 		metric.WithDescription("members in the watcher's view"))
-	in.resumes, errs[2] = m.Int64Counter(metricWatchResumes, metric.WithUnit("{watch}"),
-		metric.WithDescription("watches resumed from the last revision after an error"))
-	in.relists, errs[3] = m.Int64Counter(metricRelists, metric.WithUnit("{read}"),
-		metric.WithDescription("re-lists after the watch revision was compacted"))
-	in.unreg, errs[4] = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	in.relists, errs[2] = m.Int64Counter(metricRelists, metric.WithUnit("{read}"),
+		metric.WithDescription("resyncs of the view from the watch plane after the first (a compaction, or the watcher fell behind)"))
+	in.unreg, errs[3] = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveFloat64(in.staleness, w.Staleness().Seconds(), metric.WithAttributeSet(in.attrs))
 		o.ObserveInt64(in.members, int64(len(w.View().Members)), metric.WithAttributeSet(in.attrs))
 		return nil

@@ -25,8 +25,17 @@ import (
 //
 // Outages are measured in TTLs: the bounded tier uses a 2 s TTL (outages of
 // 1 s and 4 s), COORD_FULL=1 a 15 s TTL (7.5 s, 30 s and 5 min). "Less than a
-// TTL" is TTL/2, so that every instance's keepalive (every TTL/3) meets the
-// outage: a fault no instance observed would prove nothing.
+// TTL" is TTL/2, so that most instances' keepalives (every TTL/3) meet the
+// outage. The fault is counted by what observed it — the instances whose own
+// metrics show a failed keepalive — and the test fails only if none did: on a
+// loaded machine a keepalive can fall just outside a short outage, and an
+// instance that never noticed it has nothing to recover from (it must still be
+// registered and in every view at the end).
+//
+// The watchers presume a silent watch hung after TTL/2, so the longer outages
+// make them fail and resume; once etcd is back and the view is exact, their
+// Err must be nil again (it kept the old error before the watch plane:
+// "opening watch …: context deadline exceeded" for as long as the test ran).
 func TestEtcdOutage(t *testing.T) {
 	ttl := coordtest.Pick(2*time.Second, 15*time.Second)
 	n := coordtest.Pick(30, 100)
@@ -134,7 +143,7 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	}()
 	watchers := make([]*membership.Watcher, 3)
 	for i := range watchers {
-		watchers[i] = watch(t, coordtest.NewEtcdClient(t, eps...), tenant, "api", &membership.WatchConfig{Logger: quiet})
+		watchers[i] = watch(t, coordtest.NewEtcdClient(t, eps...), tenant, "api", &membership.WatchConfig{Logger: quiet, ResetAfter: ttl / 2})
 	}
 	for i, w := range watchers {
 		waitFor(t, 20*time.Second, fmt.Sprintf("watcher %d equals the truth before the fault", i), func() bool { return viewEqualsTruth(t, w, truthCli, tenant) })
@@ -181,24 +190,14 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	}
 	t.Logf("%s for %v: back %v after the stop", fault, length, back.Sub(stopped).Round(time.Millisecond))
 
-	// Settled: every instance has observed the outage (a failed keepalive) and is
-	// registered, and etcd holds exactly their keys. Without the first condition
-	// the loop could end at once after a short kill — everyone still up, the keys
-	// still there, before any instance noticed — and the check below then caught
-	// instances in the middle of their re-registration.
-	observedAll := func() bool {
-		for i := range regs {
-			if ms[i].sum("coordkit.membership.keepalives", attribute.String(coord.AttrOutcome, "error")) == 0 {
-				return false
-			}
-		}
-		return true
-	}
-	// And not before a TTL after etcd's return: keepalives may go on failing a
-	// moment after it (a connection in gRPC's backoff, a member electing itself), so
-	// an instance can still reach "unconfirmed for a TTL" and unregister until then.
+	// Settled: not before a TTL after etcd's return (keepalives may go on failing
+	// a moment after it — a connection in gRPC's backoff, a member electing
+	// itself — so an instance can still reach "unconfirmed for a TTL" and
+	// unregister until then; and an instance that noticed the outage late is
+	// re-registering by then), every instance registered, and etcd holding
+	// exactly their keys.
 	deadline := back.Add(ttl + 30*time.Second)
-	for time.Now().Before(back.Add(ttl)) || !observedAll() || !samp.allUp() || !truthMatches(t, truthCli, tenant, regs) {
+	for time.Now().Before(back.Add(ttl)) || !samp.allUp() || !truthMatches(t, truthCli, tenant, regs) {
 		if time.Now().After(deadline) {
 			break
 		}
@@ -263,8 +262,8 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	}
 	t.Logf("%d instances: %d observed the outage, %d lost their key, %d under a new lease, %d never unregistered; recovery after etcd's return (histogram): %v; sorted: %v",
 		n, observed, lost, newLease, neverDown, hist, roundAll(recov))
-	if observed != n {
-		t.Errorf("only %d of %d instances observed the outage", observed, n)
+	if observed == 0 {
+		t.Errorf("no instance observed the outage (a failed keepalive): the fault proved nothing")
 	}
 	if len(recov) > 0 && recov[len(recov)-1] > ttl+5*time.Second {
 		t.Errorf("slowest instance registered again %v after etcd's return, want ≤ TTL + 5 s = %v", recov[len(recov)-1], ttl+5*time.Second)
@@ -286,6 +285,7 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 			at = stopped // no view after the fault: the view never differed
 		}
 		worst = max(worst, at.Sub(settled))
+		waitFor(t, 5*time.Second, fmt.Sprintf("watcher %d's Err cleared once its view is exact again (Err: %v)", i, w.Err()), func() bool { return w.Err() == nil && w.Healthy() })
 	}
 	for _, r := range recs {
 		r.close()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // LossKeyOverwritten: someone else put the instance's key (an operator, or a
@@ -525,53 +526,27 @@ func (r *Registration) lose(reason coord.LossReason, cause error) {
 		"reason", string(reason), "err", cause)
 }
 
-// hold watches the key while it is registered under g. It returns true after a
-// loss (recorded) and false when the registration stops. The watch starts at
-// the revision after the last put, resumes from the last revision it saw after
-// any error, and after a compaction checks the key with one read.
+// hold keeps the key while it is registered under g, following it through the
+// session's watch plane (one upstream watch for every key of the tenant's
+// members in the process). It returns true after a loss (recorded) and false
+// when the registration stops. The subscription starts at the revision after
+// the last put; a resync (the start, or a compaction) checks the key's state.
 func (r *Registration) hold(g *grant) bool {
-	clk := r.s.cfg.Clock
 	r.mu.Lock()
 	from := r.modRev + 1
 	r.mu.Unlock()
-	var (
-		wch      clientv3.WatchChan
-		cancel   = func() {}
-		retry    coord.Timer
-		failures int
-	)
-	defer func() {
-		cancel()
-		if retry != nil {
-			retry.Stop()
-		}
-	}()
-	backOff := func(err error) {
-		cancel()
-		wch = nil
-		r.s.cfg.Logger.Debug("membership: own-key watch interrupted; resuming", "key", r.inst.key, "from", from, "err", err)
-		reconnect(r.s.cli)
-		if retry != nil {
-			retry.Stop()
-		}
-		retry = clk.NewTimer(r.s.cfg.Backoff.Delay(failures))
-		failures++
+	sub, err := r.s.plane.Subscribe(watchplane.Spec{Key: r.inst.key, From: from,
+		RequestTimeout: r.s.cfg.RequestTimeout, Backoff: r.s.cfg.Backoff})
+	var ready <-chan struct{}
+	if err != nil {
+		// The client is closed, or the tenant's watch quota is spent: the key
+		// is still kept alive, a loss is seen at the next put or keepalive.
+		r.s.cfg.Logger.Warn("membership: cannot follow the instance's key", "key", r.inst.key, "err", err)
+	} else {
+		defer sub.Close()
+		ready = sub.Ready()
 	}
-	open := func() {
-		var ctx context.Context
-		ctx, cancel = context.WithCancel(clientv3.WithRequireLeader(r.ctx))
-		var err error
-		wch, err = openWatch(ctx, cancel, r.s.cli, r.s.cfg.RequestTimeout, r.inst.key, clientv3.WithRev(from))
-		if err != nil {
-			backOff(err)
-		}
-	}
-	open()
 	for {
-		var retryC <-chan time.Time
-		if wch == nil && retry != nil {
-			retryC = retry.C()
-		}
 		select {
 		case <-r.stopc:
 			return false
@@ -583,40 +558,44 @@ func (r *Registration) hold(g *grant) bool {
 				r.lose(reason, cause)
 				return true
 			}
-		case <-retryC:
-			open()
-		case wr, ok := <-wch:
-			switch {
-			case !ok:
-				backOff(errors.New("watch channel closed"))
-			case wr.CompactRevision != 0 || errors.Is(wr.Err(), rpctypes.ErrCompacted):
-				cancel()
-				wch = nil
-				rev, reason, cause, err := r.check(g)
-				if err != nil {
-					backOff(err)
-					continue
+		case <-ready:
+			for {
+				u, ok := sub.Take()
+				if !ok {
+					break
 				}
-				if reason != "" {
+				if reason, cause := r.follow(g, u); reason != "" {
 					r.lose(reason, cause)
 					return true
-				}
-				from = rev + 1
-				open()
-			case wr.Err() != nil:
-				backOff(wr.Err())
-			default:
-				failures = 0
-				for _, ev := range wr.Events {
-					from = ev.Kv.ModRevision + 1
-					if reason, cause := r.classify(ev); reason != "" {
-						r.lose(reason, cause)
-						return true
-					}
 				}
 			}
 		}
 	}
+}
+
+// follow reads one update of the own-key subscription: a put of our own is
+// nothing, anything else (a delete, someone else's put, a resync showing the
+// key gone or rewritten) is a loss.
+func (r *Registration) follow(g *grant, u watchplane.Update) (coord.LossReason, error) {
+	if u.Resync {
+		r.mu.Lock()
+		create, mod := r.createRev, r.modRev
+		r.mu.Unlock()
+		switch {
+		case len(u.KVs) == 0:
+			return coord.LossKeyDeleted, fmt.Errorf("key gone at revision %d", u.Revision)
+		case u.KVs[0].CreateRevision != create || u.KVs[0].ModRevision != mod || u.KVs[0].Lease != int64(g.id):
+			return LossKeyOverwritten, fmt.Errorf("key rewritten at revision %d (lease %s)", u.KVs[0].ModRevision,
+				leaseHex(clientv3.LeaseID(u.KVs[0].Lease)))
+		}
+		return "", nil
+	}
+	for _, ev := range u.Events {
+		if reason, cause := r.classify(ev); reason != "" {
+			return reason, cause
+		}
+	}
+	return "", nil
 }
 
 // classify reads one event of the own-key watch: a put of our own is nothing,
@@ -632,28 +611,6 @@ func (r *Registration) classify(ev *clientv3.Event) (coord.LossReason, error) {
 		return "", nil
 	}
 	return LossKeyOverwritten, fmt.Errorf("key overwritten at revision %d (lease %s)", ev.Kv.ModRevision, leaseHex(clientv3.LeaseID(ev.Kv.Lease)))
-}
-
-// check reads the key after the watch history was compacted: still ours as
-// last written, or lost.
-func (r *Registration) check(g *grant) (int64, coord.LossReason, error, error) {
-	ctx, cancel := context.WithTimeout(r.ctx, r.s.cfg.RequestTimeout)
-	defer cancel()
-	resp, err := r.s.cli.Get(ctx, r.inst.key)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	r.mu.Lock()
-	create, mod := r.createRev, r.modRev
-	r.mu.Unlock()
-	switch {
-	case len(resp.Kvs) == 0:
-		return 0, coord.LossKeyDeleted, errors.New("key gone after compaction"), nil
-	case resp.Kvs[0].CreateRevision != create || resp.Kvs[0].ModRevision != mod || resp.Kvs[0].Lease != int64(g.id):
-		return 0, LossKeyOverwritten, fmt.Errorf("key rewritten at revision %d (lease %s)", resp.Kvs[0].ModRevision,
-			leaseHex(clientv3.LeaseID(resp.Kvs[0].Lease))), nil
-	}
-	return resp.Header.Revision, "", nil, nil
 }
 
 // update applies an Update request while the key is registered under g: one
@@ -700,16 +657,4 @@ func (r *Registration) update(g *grant, req *updateReq) (coord.LossReason, error
 	r.mu.Unlock()
 	req.reply <- nil
 	return "", nil
-}
-
-// openWatch starts a watch bounded by timeout: clientv3's Watch blocks until
-// etcd confirms the watch — forever while etcd is unreachable. On timeout it
-// cancels ctx (through cancel) and returns an error.
-func openWatch(ctx context.Context, cancel context.CancelFunc, cli *clientv3.Client, timeout time.Duration, key string, opts ...clientv3.OpOption) (clientv3.WatchChan, error) {
-	watchdog := time.AfterFunc(timeout, cancel)
-	wch := cli.Watch(ctx, key, opts...)
-	if !watchdog.Stop() {
-		return nil, fmt.Errorf("membership: opening watch on %s: %w", key, context.DeadlineExceeded)
-	}
-	return wch, nil
 }

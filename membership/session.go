@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord/quotakv"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // Session owns one etcd lease and its keepalive loop, shared by every
@@ -31,7 +32,8 @@ type Session struct {
 	kv      *quotakv.KV
 	cfg     SessionConfig
 	in      *sessionInstruments
-	private bool // made by Register for one registration: Deregister closes it
+	plane   *watchplane.Plane // the registrations follow their keys through it
+	private bool              // made by Register for one registration: Deregister closes it
 
 	stopCtx context.Context // cancelled by Close
 	stop    context.CancelFunc
@@ -78,6 +80,12 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg SessionConfig) (*
 	id, err := s.grantLease(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("membership: grant lease: %w", etcderr.Classify(err))
+	}
+	if cfg.PrivateWatches {
+		s.plane = watchplane.New(cli, watchplane.Config{Clock: cfg.Clock, RequestTimeout: cfg.RequestTimeout,
+			Quotas: cfg.Quotas, Logger: cfg.Logger, MeterProvider: cfg.MeterProvider})
+	} else {
+		s.plane = watchplane.For(cli, cfg.Clock)
 	}
 	s.cur, s.confirmed = &grant{id: id, lost: make(chan struct{})}, true
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
@@ -126,6 +134,9 @@ func (s *Session) Close(ctx context.Context) error {
 	s.wg.Wait()
 	if s.gauge != nil {
 		_ = s.gauge.Unregister()
+	}
+	if s.cfg.PrivateWatches {
+		s.plane.Close()
 	}
 	s.mu.Lock()
 	g := s.cur

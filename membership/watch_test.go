@@ -112,7 +112,7 @@ func TestWatchRejectsBadNames(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
 	for _, tc := range [][2]string{{"", "api"}, {"t", "a/b"}, {"t", "\xff"}, {"t\x00", "api"}} {
-		if _, err := membership.Watch(context.Background(), cli, tc[0], tc[1], nil); err == nil {
+		if _, err := membership.Watch(context.Background(), cli, tc[0], tc[1], membership.WatchConfig{}); err == nil {
 			t.Errorf("Watch(%q, %q) accepted", tc[0], tc[1])
 		}
 	}
@@ -140,5 +140,37 @@ func TestWatchAppliesEveryEventOfOneRevision(t *testing.T) {
 	v := nextView(t, w, "empty view", func(v membership.View) bool { return v.Revision >= dr.Header.Revision })
 	if len(v.Members) != 0 {
 		t.Fatalf("after one delete of the prefix the view still holds %v", names(v))
+	}
+}
+
+// TestNamesRegisterRefusesAreMalformed: keys written by anything but the SDK
+// whose instance segment Register would refuse (a NUL, invalid UTF-8,
+// whitespace) are not members — neither in a Watcher's view nor in List — so
+// the resolver never dials them; they are listed as Malformed. Before, only
+// undecodable values and deeper paths went to Malformed.
+func TestNamesRegisterRefusesAreMalformed(t *testing.T) {
+	e := coordtest.Etcd(t)
+	cli := e.Client(t)
+	tenant := testTenant(t)
+	prefix := "/tenants/" + tenant + "/members/api/"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	good := `{"addr":"10.0.0.1:80"}`
+	bad := []string{"nul\x00x", "cut\xe2\x82", "\xff", "sp ace"}
+	for _, inst := range append([]string{"ok"}, bad...) {
+		if _, err := cli.Put(ctx, prefix+inst, good); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := watch(t, cli, tenant, "api", nil)
+	v := nextView(t, w, "the first view", func(v membership.View) bool { return v.Revision > 0 })
+	l, err := membership.List(ctx, cli, tenant, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, view := range map[string]membership.View{"watcher": v, "List": l} {
+		if !slices.Equal(names(view), []string{"ok"}) || len(view.Malformed) != len(bad) {
+			t.Errorf("%s: members %q, malformed %q; want only \"ok\" as a member and %d malformed", name, names(view), view.Malformed, len(bad))
+		}
 	}
 }

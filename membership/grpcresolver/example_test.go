@@ -54,7 +54,7 @@ func ExampleNewBuilder() {
 	defer reg.Deregister(ctx)
 
 	// The client side.
-	builder, err := grpcresolver.NewBuilder(cli, nil)
+	builder, err := grpcresolver.NewBuilder(cli, grpcresolver.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

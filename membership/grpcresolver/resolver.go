@@ -78,21 +78,19 @@ func (c Config) validate() error {
 
 // NewBuilder returns a resolver.Builder for cli. Pass it to grpc.NewClient
 // with grpc.WithResolvers (or register it with resolver.Register). It returns
-// a *ConfigError (ErrInvalidConfig) for a nil client or an invalid cfg (nil
-// takes the defaults); cfg.Watch is checked by each Build.
-func NewBuilder(cli *clientv3.Client, cfg *Config) (resolver.Builder, error) {
+// a *ConfigError (ErrInvalidConfig) for a nil client or an invalid cfg (the
+// zero Config takes the defaults); cfg.Watch is checked by each Build. Every
+// resolver it builds follows its service through the client's shared watch
+// plane: one upstream etcd watch for all of a tenant's services.
+func NewBuilder(cli *clientv3.Client, cfg Config) (resolver.Builder, error) {
 	if cli == nil {
 		return nil, &ConfigError{Field: "client", Reason: "nil *clientv3.Client"}
 	}
-	var c Config
-	if cfg != nil {
-		c = *cfg
-	}
-	c = c.withDefaults()
-	if err := c.validate(); err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &builder{cli: cli, cfg: c}, nil
+	return &builder{cli: cli, cfg: cfg}, nil
 }
 
 type builder struct {
@@ -110,7 +108,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, _ resolv
 	if err != nil {
 		return nil, err
 	}
-	w, err := membership.Watch(context.Background(), b.cli, tenant, service, &b.cfg.Watch)
+	w, err := membership.Watch(context.Background(), b.cli, tenant, service, b.cfg.Watch)
 	if err != nil {
 		return nil, &ConfigError{Field: "target", Reason: fmt.Sprintf("%q: %v", target.String(), err), Err: err}
 	}

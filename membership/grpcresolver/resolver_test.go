@@ -76,7 +76,7 @@ func TestChannelFollowsRegistrations(t *testing.T) {
 	a, b := server(t), server(t)
 	register(t, cli, tenant, "a", a, nil)
 	rb := register(t, cli, tenant, "b", b, nil)
-	builder, err := grpcresolver.NewBuilder(cli, nil)
+	builder, err := grpcresolver.NewBuilder(cli, grpcresolver.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func (c *recordingCC) waitState(t *testing.T, what string, cond func(resolver.St
 
 func build(t *testing.T, cli *clientv3.Client, target string, cc resolver.ClientConn) resolver.Resolver {
 	t.Helper()
-	b, err := grpcresolver.NewBuilder(cli, &grpcresolver.Config{MinRefreshInterval: 10 * time.Millisecond})
+	b, err := grpcresolver.NewBuilder(cli, grpcresolver.Config{MinRefreshInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestKeepsAddressesWhileEtcdUnreachable(t *testing.T) {
 func TestBadTargets(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	b, err := grpcresolver.NewBuilder(cli, nil)
+	b, err := grpcresolver.NewBuilder(cli, grpcresolver.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestBadTargets(t *testing.T) {
 			t.Errorf("Build(%q): %v, want ErrInvalidConfig", target, err)
 		}
 	}
-	if _, err := grpcresolver.NewBuilder(nil, nil); !errorsIsInvalid(err) {
+	if _, err := grpcresolver.NewBuilder(nil, grpcresolver.Config{}); !errorsIsInvalid(err) {
 		t.Errorf("nil client: %v", err)
 	}
 }
