@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // Acquire takes the lease name for session s, waiting in FIFO order (by create
@@ -176,25 +177,8 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 // lease (session, own key, caller) ends the wait with the loss as error.
 func (l *Lease) waitFor(pred string, rev int64) (string, int64, error) {
 	ctx := l.ctx
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wch := l.s.cli.Watch(wctx, pred, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			return "", 0, l.lossErr()
-		case wr, ok := <-wch:
-			if !ok || wr.Err() != nil {
-				break wait // re-read: the watch ended (compaction, stream closed)
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					l.s.wakeups.Add(1)
-					break wait
-				}
-			}
-		}
+	if err := l.waitGone(pred, rev); err != nil {
+		return "", 0, err
 	}
 	for attempt := 0; ; attempt++ {
 		resp, err := l.s.cli.Txn(ctx).
@@ -224,6 +208,45 @@ wait:
 			return "", resp.Header.Revision, nil
 		}
 		return string(kvs[0].Key), resp.Header.Revision, nil
+	}
+}
+
+// waitGone blocks until the predecessor key (seen at revision rev) is gone,
+// following it through the session's watch plane from rev+1: its deletion, or a
+// resync (after a compaction) that no longer shows it as it was. Any loss of
+// the lease (session, own key, caller) ends the wait with the loss as error.
+func (l *Lease) waitGone(pred string, rev int64) error {
+	sub, err := l.s.plane.Subscribe(watchplane.Spec{Key: pred, From: rev + 1,
+		RequestTimeout: l.s.cfg.KeepaliveTimeout, Backoff: coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}})
+	if err != nil {
+		l.lose(coord.LossCancelled, fmt.Errorf("cannot follow predecessor %s: %w", pred, err))
+		return l.lossErr()
+	}
+	defer sub.Close()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return l.lossErr()
+		case <-sub.Done():
+			l.lose(coord.LossCancelled, fmt.Errorf("cannot follow predecessor %s: %w", pred, sub.Err()))
+			return l.lossErr()
+		case <-sub.Ready():
+		}
+		for {
+			u, ok := sub.Take()
+			if !ok {
+				break
+			}
+			if u.Resync && (len(u.KVs) == 0 || u.KVs[0].ModRevision > rev) {
+				return nil // gone (or replaced) while we were not looking: read the queue again
+			}
+			for _, ev := range u.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					l.s.wakeups.Add(1)
+					return nil
+				}
+			}
+		}
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -102,46 +101,5 @@ func TestWaiterBacksOffWhileTheQueueCannotBeRead(t *testing.T) {
 	}
 	if got, want := rec.String(), fmt.Sprint(backoffCeilings); got != want {
 		t.Fatalf("backoff ceilings of the failed reads of the queue %s, want %s", got, want)
-	}
-}
-
-// A lease whose key watch keeps ending while its reads of the key keep failing
-// retries under a growing backoff (50 ms, 100 ms, 200 ms, 400 ms), and keeps its
-// authority and its watch once etcd answers.
-func TestKeyWatchBacksOffWhileTheKeyCannotBeRead(t *testing.T) {
-	e := coordtest.Etcd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cli := coordtest.NewEtcdClient(t, e.Endpoints...)
-	fails := int64(len(backoffCeilings))
-	w := newEndingWatcher(cli, fails) // each ended watch is followed by a failed read
-	kv := &failingGet{KV: cli.KV}
-	kv.fail.Store(fails)
-	cli.Watcher, cli.KV = w, kv // before the session starts: nothing else uses the client yet
-	rec := &ceilingRecorder{}
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second, backoffRand: rec.rand})
-	prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.key, kv.key = s.keyFor(prefix), s.keyFor(prefix)
-	l, err := Acquire(ctx, s, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release(context.Background())
-	coordtest.Recv(t, w.rewatched, 10*time.Second, "the lease watching its key again once etcd answers")
-	if got, want := rec.String(), fmt.Sprint(backoffCeilings); got != want {
-		t.Fatalf("backoff ceilings of the failed reads of the key %s, want %s", got, want)
-	}
-	if err := l.Err(); err != nil {
-		t.Fatalf("lease lost after its key could be read again: %v", err)
-	}
-	if _, err := cli.Delete(ctx, l.Key()); err != nil {
-		t.Fatal(err)
-	}
-	waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key was deleted")
-	if r := lossReason(l.Err()); r != coord.LossKeyDeleted {
-		t.Fatalf("lease lost with %v, want %s", l.Err(), coord.LossKeyDeleted)
 	}
 }

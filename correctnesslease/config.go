@@ -69,6 +69,12 @@ type Config struct {
 	// full name). Default DefaultMaxLeaseLabels; must not be negative.
 	MaxLeaseLabels int
 
+	// PrivateWatches gives the session a watch plane of its own (its own
+	// upstream etcd watch of the tenant's elections, closed by Close) instead of
+	// the client's shared one. Default false: every lease and waiter of the
+	// process follows its key through one shared watch per tenant.
+	PrivateWatches bool
+
 	// keepAliveOnce replaces cli.KeepAliveOnce in tests of the renewal logic.
 	keepAliveOnce keepAliveFunc
 	// backoffRand replaces the random draw of the retry backoffs (a read of the

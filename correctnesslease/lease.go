@@ -2,7 +2,6 @@ package correctnesslease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // Lease is one held correctness lease: a key under the election prefix, owned by a
@@ -156,6 +156,9 @@ func (l *Lease) lose(reason coord.LossReason, cause error) {
 	lost, heldAt := l.lost, l.heldAt
 	l.mu.Unlock()
 
+	// Unregister first: whoever sees the context end may acquire the name again
+	// on this session at once.
+	l.s.unregister(l)
 	l.cancel(lost)
 	l.mu.Lock()
 	stop := l.stopAF
@@ -163,7 +166,6 @@ func (l *Lease) lose(reason coord.LossReason, cause error) {
 	if stop != nil {
 		stop()
 	}
-	l.s.unregister(l)
 	if !heldAt.IsZero() {
 		l.s.in.lost(l.prefix, reason, l.s.cfg.Clock.Now().Sub(heldAt))
 		if reason != coord.LossReleased {
@@ -194,54 +196,67 @@ func (l *Lease) lossErr() *coord.AuthorityLostError {
 	return l.lost
 }
 
-// watchKey watches the lease's own key from the revision after its creation, for
-// the whole life of the lease, waiting and held: a delete, or a put by anyone
-// (this package never writes the key twice), is loss of authority. Watching from
-// a revision leaves no gap between the creation and the watch.
+// watchKey follows the lease's own key from the revision after its creation,
+// for the whole life of the lease, waiting and held, through the session's
+// watch plane (one upstream etcd watch for every key of the tenant's elections
+// in the process): a delete, or a put by anyone (this package never writes the
+// key twice), is loss of authority. Following from a revision leaves no gap
+// between the creation and the watch; a resync (the plane re-listed after a
+// compaction, or this subscriber fell behind) checks the key as it is.
 func (l *Lease) watchKey() {
 	defer l.s.wg.Done()
-	ctx := l.ctx
-	next := l.rev + 1
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		wch := l.s.cli.Watch(ctx, l.key, clientv3.WithRev(next))
-		for wr := range wch {
-			if err := wr.Err(); err != nil {
-				break // compacted or cancelled: re-read below
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == clientv3.EventTypePut {
-					l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s overwritten at revision %d", l.key, ev.Kv.ModRevision))
-				} else {
-					l.keyVanished(fmt.Errorf("key %s deleted at revision %d", l.key, ev.Kv.ModRevision))
-				}
-				return
-			}
-			attempt = 0
-			next = wr.Header.Revision + 1
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		// The watch ended without our asking (compaction, a closed stream):
-		// check the key now and watch again from there.
-		resp, err := l.s.cli.Get(ctx, l.key)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second, Rand: l.s.cfg.backoffRand}).Wait(ctx, l.s.cfg.Clock, attempt)
-			continue
-		}
-		if len(resp.Kvs) == 0 {
-			l.keyVanished(errors.New("key " + l.key + " gone after a watch restart"))
-			return
-		}
-		if resp.Kvs[0].CreateRevision != l.rev || resp.Kvs[0].ModRevision != l.rev {
-			l.lose(coord.LossKeyDeleted, errors.New("key "+l.key+" changed after a watch restart"))
-			return
-		}
-		next = resp.Header.Revision + 1
+	sub, err := l.s.plane.Subscribe(watchplane.Spec{Key: l.key, From: l.rev + 1,
+		RequestTimeout: l.s.cfg.KeepaliveTimeout, Backoff: coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}})
+	if err != nil {
+		// The client was closed: nothing can tell this lease its key is gone.
+		l.lose(coord.LossCancelled, fmt.Errorf("cannot follow key %s: %w", l.key, err))
+		return
 	}
+	defer sub.Close()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-sub.Done():
+			l.lose(coord.LossCancelled, fmt.Errorf("cannot follow key %s: %w", l.key, sub.Err()))
+			return
+		case <-sub.Ready():
+		}
+		for {
+			u, ok := sub.Take()
+			if !ok {
+				break
+			}
+			if l.follow(u) {
+				return
+			}
+		}
+	}
+}
+
+// follow reads one update of the lease's key and reports whether it ended the
+// lease's authority.
+func (l *Lease) follow(u watchplane.Update) bool {
+	if u.Resync {
+		switch {
+		case len(u.KVs) == 0:
+			l.keyVanished(fmt.Errorf("key %s gone at revision %d (found by a resync)", l.key, u.Revision))
+			return true
+		case u.KVs[0].CreateRevision != l.rev || u.KVs[0].ModRevision != l.rev:
+			l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s changed at revision %d (found by a resync)", l.key, u.KVs[0].ModRevision))
+			return true
+		}
+		return false
+	}
+	for _, ev := range u.Events {
+		if ev.Type == clientv3.EventTypePut {
+			l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s overwritten at revision %d", l.key, ev.Kv.ModRevision))
+		} else {
+			l.keyVanished(fmt.Errorf("key %s deleted at revision %d", l.key, ev.Kv.ModRevision))
+		}
+		return true
+	}
+	return false
 }
 
 // keyVanished ends the lease's authority because its key is gone (detail says

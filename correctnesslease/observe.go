@@ -2,6 +2,7 @@ package correctnesslease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // Observation is the holder of a lease at one etcd revision.
@@ -27,106 +29,121 @@ func (o Observation) Held() bool { return o.Key != "" }
 
 // Observe reports the holder of lease name in tenant and every change of holder,
 // including "no holder" (an Observation with Held() false). The first
-// Observation is the current state. It watches the election prefix and, after
-// each change, reads the holder at that revision (watch, then read). Errors while
-// watching are retried with backoff; after a compaction it re-reads.
+// Observation is the current state. It follows the election prefix through the
+// client's watch plane (no etcd watch of its own: one per tenant's elections
+// for the whole process) and derives the holder — the oldest key, by create
+// revision — at every revision from the keys' state: a linearizable list, then
+// every change in order, so a term that began and ended inside a burst of
+// changes is reported too. After a compaction it starts again from the plane's
+// re-list.
 //
-// Observe blocks only for the first read (bounded by ctx) and returns its error,
-// matching coord.ErrNoLeader when etcd has no leader; invalid names return
-// *coord.NameError. The channel is closed when ctx ends;
-// cancel ctx to stop the goroutine. Observation does not confer authority and
-// carries no token.
+// Observe blocks only for the first, linearizable read (bounded by ctx) and
+// returns its error, matching coord.ErrNoLeader when etcd has no leader;
+// invalid names return *coord.NameError. The channel is closed when ctx ends
+// (or the client is closed); cancel ctx to stop the goroutine. Observation does
+// not confer authority and carries no token.
 func Observe(ctx context.Context, cli *clientv3.Client, tenant, name string) (<-chan Observation, error) {
 	prefix, err := coord.Key(tenant, coord.KindElections, name)
 	if err != nil {
 		return nil, err
 	}
-	first, err := readHolder(clientv3.WithRequireLeader(ctx), cli, prefix, 0)
+	sub, err := watchplane.For(cli, nil).Subscribe(watchplane.Spec{Key: prefix + "/", Prefix: true,
+		Backoff: coord.Backoff{Base: 50 * time.Millisecond, Cap: 5 * time.Second}})
 	if err != nil {
+		return nil, fmt.Errorf("correctnesslease: observe %s: %w", prefix, err)
+	}
+	o := &observer{prefix: prefix, keys: map[string]int64{}}
+	if err := sub.Sync(clientv3.WithRequireLeader(ctx)); err != nil {
+		err = errors.Join(err, sub.Err())
+		sub.Close()
 		return nil, fmt.Errorf("correctnesslease: observe %s: %w", prefix, etcderr.Classify(err))
 	}
+	rev := sub.Revision()
+	for u, ok := sub.Take(); ok; u, ok = sub.Take() {
+		o.apply(u, nil)
+	}
+	first := o.holder(rev)
 	ch := make(chan Observation, 1)
 	ch <- first
-	go observe(ctx, cli, prefix, first, ch)
+	o.last = first
+	go o.run(ctx, sub, ch)
 	return ch, nil
 }
 
-func readHolder(ctx context.Context, cli *clientv3.Client, prefix string, rev int64) (Observation, error) {
-	opts := []clientv3.OpOption{clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1)}
-	if rev > 0 {
-		opts = append(opts, clientv3.WithRev(rev))
-	}
-	resp, err := cli.Get(ctx, prefix+"/", opts...)
-	if err != nil {
-		return Observation{}, err
-	}
-	o := Observation{Revision: resp.Header.Revision}
-	if rev > 0 {
-		o.Revision = rev
-	}
-	if len(resp.Kvs) > 0 {
-		o.Key, o.TokenRevision = string(resp.Kvs[0].Key), resp.Kvs[0].CreateRevision
-	}
-	return o, nil
+// observer derives the holder of one election from its keys.
+type observer struct {
+	prefix string
+	keys   map[string]int64 // key -> create revision
+	last   Observation
 }
 
-func observe(ctx context.Context, cli *clientv3.Client, prefix string, last Observation, ch chan<- Observation) {
+// holder is the oldest key, by create revision, at revision rev.
+func (o *observer) holder(rev int64) Observation {
+	h := Observation{Revision: rev}
+	for k, create := range o.keys {
+		if h.Key == "" || create < h.TokenRevision {
+			h.Key, h.TokenRevision = k, create
+		}
+	}
+	return h
+}
+
+// apply applies one update; emit, if not nil, is called with the holder after
+// each revision of its events (the events of one transaction together).
+func (o *observer) apply(u watchplane.Update, emit func(Observation) bool) bool {
+	if u.Resync {
+		clear(o.keys)
+		for _, kv := range u.KVs {
+			o.keys[string(kv.Key)] = kv.CreateRevision
+		}
+		if emit != nil && !emit(o.holder(u.Revision)) {
+			return false
+		}
+	}
+	for i, ev := range u.Events {
+		if ev.Type == clientv3.EventTypeDelete {
+			delete(o.keys, string(ev.Kv.Key))
+		} else {
+			o.keys[string(ev.Kv.Key)] = ev.Kv.CreateRevision
+		}
+		rev := ev.Kv.ModRevision
+		if i+1 < len(u.Events) && u.Events[i+1].Kv.ModRevision == rev {
+			continue // the same transaction: one holder after its last event
+		}
+		if emit != nil && !emit(o.holder(rev)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *observer) run(ctx context.Context, sub *watchplane.Sub, ch chan<- Observation) {
 	defer close(ch)
-	backoff := coord.Backoff{Base: 50 * time.Millisecond, Cap: 5 * time.Second}
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		wctx, cancel := context.WithCancel(ctx)
-		wch := cli.Watch(wctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(last.Revision+1))
-		for wr := range wch {
-			if wr.Err() != nil {
-				break
-			}
-			// One response may carry many revisions (a catch-up after the watch
-			// started behind): read the holder at each of them, so that a term
-			// that began and ended inside the batch is reported too.
-			failed := false
-			for i, ev := range wr.Events {
-				rev := ev.Kv.ModRevision
-				if i+1 < len(wr.Events) && wr.Events[i+1].Kv.ModRevision == rev {
-					continue // the same transaction: read once, after its last event
-				}
-				o, err := readHolder(ctx, cli, prefix, rev)
-				if err != nil {
-					failed = true
-					break
-				}
-				attempt = 0
-				if o.Key != last.Key || o.TokenRevision != last.TokenRevision {
-					select {
-					case ch <- o:
-					case <-ctx.Done():
-						cancel()
-						return
-					}
-				}
-				last = o
-			}
-			if failed {
-				break
-			}
+	defer sub.Close()
+	emit := func(h Observation) bool {
+		if h.Key == o.last.Key && h.TokenRevision == o.last.TokenRevision {
+			return true
 		}
-		cancel()
-		if ctx.Err() != nil {
+		o.last = h
+		select {
+		case ch <- h:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case <-sub.Done():
+			return
+		case <-sub.Ready():
 		}
-		// Compacted or failed: re-read now and watch from there.
-		o, err := readHolder(ctx, cli, prefix, 0)
-		if err != nil {
-			_ = backoff.Wait(ctx, nil, attempt)
-			continue
-		}
-		if o.Key != last.Key || o.TokenRevision != last.TokenRevision {
-			select {
-			case ch <- o:
-			case <-ctx.Done():
+		for u, ok := sub.Take(); ok; u, ok = sub.Take() {
+			if !o.apply(u, emit) {
 				return
 			}
 		}
-		last = o
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // Session owns one etcd lease, kept alive by its own renewal loop, and every
@@ -27,6 +28,7 @@ import (
 type Session struct {
 	cli    *clientv3.Client
 	cfg    Config
+	plane  *watchplane.Plane // the leases follow their keys through it
 	id     clientv3.LeaseID
 	member string // the key the session owns, under /tenants/{t}/members/
 	// memberValue is the member key's value (host and pid), rewritten by fences.
@@ -73,6 +75,11 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 		cfg.keepAliveOnce = cli.KeepAliveOnce
 	}
 	s := newSessionState(cli, cfg)
+	if cfg.PrivateWatches {
+		s.plane = watchplane.New(cli, watchplane.Config{Clock: cfg.Clock, Logger: cfg.Logger, MeterProvider: cfg.MeterProvider})
+	} else {
+		s.plane = watchplane.For(cli, cfg.Clock)
+	}
 	ctx, span := s.in.tracer.Start(ctx, "correctnesslease.NewSession",
 		trace.WithAttributes(attribute.String(coord.AttrTenant, cfg.Tenant)))
 	defer span.End()
@@ -84,6 +91,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 	// (coord.ErrNoLeader, retryable) instead of holding the grant until ctx ends.
 	grant, err := cli.Grant(clientv3.WithRequireLeader(ctx), int64(math.Ceil(cfg.TTL.Seconds())))
 	if err != nil {
+		s.closePlane()
 		err = etcderr.Classify(err)
 		span.SetStatus(codes.Error, err.Error())
 		return nil, fmt.Errorf("correctnesslease: grant lease: %w", err)
@@ -104,6 +112,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.KeepaliveTimeout)
 		_, _ = cli.Revoke(rctx, grant.ID)
 		cancel()
+		s.closePlane()
 		return nil, fmt.Errorf("correctnesslease: attach session key: %w", err)
 	}
 	span.SetAttributes(attribute.String(attrLeaseID, strconv.FormatInt(int64(grant.ID), 16)))
@@ -174,6 +183,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	s.lose(coord.LossReleased, nil)
 	s.wg.Wait()
+	s.closePlane()
 	if s.lostReason() == coord.LossSessionExpired || s.cli == nil {
 		return nil // etcd already said the lease is gone
 	}
@@ -184,6 +194,14 @@ func (s *Session) Close(ctx context.Context) error {
 		return fmt.Errorf("correctnesslease: revoke session lease: %w", err)
 	}
 	return nil
+}
+
+// closePlane closes the session's own watch plane (Config.PrivateWatches); a
+// shared one ends with its client.
+func (s *Session) closePlane() {
+	if s.cfg.PrivateWatches && s.plane != nil {
+		s.plane.Close()
+	}
 }
 
 // lose ends the session's authority with reason (first call wins): it cancels

@@ -73,22 +73,33 @@ func (f *failingGet) Get(ctx context.Context, key string, opts ...clientv3.OpOpt
 	return f.KV.Get(ctx, key, opts...)
 }
 
-// When the watch of a lease's own key ends without the lease asking (a
-// compaction, a closed stream), the lease reads its key again and watches on from
-// there: an unchanged key keeps the lease and a later deletion is still seen; a
-// key deleted or overwritten meanwhile is a loss (LossKeyDeleted); a read that
-// fails is retried, and the watch goes on.
-func TestKeyWatchRestartRereadsTheKey(t *testing.T) {
+// rootOf is the watch plane's root of a tenant's elections: the one upstream
+// watch every lease and waiter of the tenant follows its key through.
+func rootOf(t testing.TB, tenant string) string {
+	t.Helper()
+	p, err := coord.Prefix(tenant, coord.KindElections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// When the watch plane's upstream watch ends with a compaction, the plane
+// re-lists and the lease checks its key in the resync: an unchanged key keeps
+// the lease and a later deletion is still seen; a key deleted or overwritten
+// meanwhile is a loss (LossKeyDeleted); a re-list that fails is retried, and the
+// watch goes on.
+func TestKeyResyncChecksTheKey(t *testing.T) {
 	e := coordtest.Etcd(t)
 	other := e.Client(t)
 	for _, c := range []struct {
 		name     string
 		meantime func(ctx context.Context, key string) error // while the watch is down
 		failGets int64
-		lost     bool // the restart itself finds the lease lost
+		lost     bool // the resync itself finds the lease lost
 	}{
 		{name: "unchanged"},
-		{name: "re-read fails once", failGets: 1},
+		{name: "re-list fails once", failGets: 1},
 		{name: "deleted meanwhile", lost: true, meantime: func(ctx context.Context, key string) error {
 			_, err := other.Delete(ctx, key)
 			return err
@@ -101,21 +112,24 @@ func TestKeyWatchRestartRereadsTheKey(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
+			tenant := testTenant(t)
 			cli := coordtest.NewEtcdClient(t, e.Endpoints...)
 			w := newEndingWatcher(cli, 1)
+			w.key = rootOf(t, tenant)
 			kv := &failingGet{KV: cli.KV}
-			kv.fail.Store(c.failGets)
 			cli.Watcher, cli.KV = w, kv // before the session starts: nothing else uses the client yet
-			s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second})
+			s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second})
 			prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, "job")
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.key, kv.key = s.keyFor(prefix), s.keyFor(prefix)
+			key := s.keyFor(prefix)
 			meantimeErr := make(chan error, 1)
-			w.before = func() {
+			w.before = func() { // the first list has been read: fail the re-list
+				kv.key = w.key
+				kv.fail.Store(c.failGets)
 				if c.meantime != nil {
-					meantimeErr <- c.meantime(ctx, w.key)
+					meantimeErr <- c.meantime(ctx, key)
 				}
 			}
 			l, err := Acquire(ctx, s, "job")
@@ -125,7 +139,7 @@ func TestKeyWatchRestartRereadsTheKey(t *testing.T) {
 				}
 			}
 			if c.lost {
-				// The watch starts before Acquire returns: Acquire may report the loss itself.
+				// The key is followed before Acquire returns: Acquire may report the loss itself.
 				if err == nil {
 					defer l.Release(context.Background())
 					waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key changed while its watch was down")
@@ -140,20 +154,23 @@ func TestKeyWatchRestartRereadsTheKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Release(context.Background())
-			from := coordtest.Recv(t, w.rewatched, 10*time.Second, "the lease watching its key again after the watch ended")
+			from := coordtest.Recv(t, w.rewatched, 10*time.Second, "the plane watching the elections again after the compaction")
 			if from <= l.Token().Revision() {
-				t.Fatalf("key watched again from revision %d, want after its creation at %d", from, l.Token().Revision())
+				t.Fatalf("root watched again from revision %d, want after the key's creation at %d", from, l.Token().Revision())
 			}
 			if n := kv.fail.Load(); n > 0 {
-				t.Fatalf("%d injected Get failures left: the key was not read again", n)
+				t.Fatalf("%d injected Get failures left: the root was not re-listed", n)
+			}
+			if c.failGets > 0 && kv.failed.Load() != c.failGets {
+				t.Fatalf("%d re-lists failed, want %d", kv.failed.Load(), c.failGets)
 			}
 			if err := l.Err(); err != nil {
-				t.Fatalf("lease lost after a watch restart that found its key unchanged: %v", err)
+				t.Fatalf("lease lost after a resync that found its key unchanged: %v", err)
 			}
 			if _, err := other.Delete(ctx, l.Key()); err != nil {
 				t.Fatal(err)
 			}
-			waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key was deleted after the watch restart")
+			waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key was deleted after the resync")
 			if r := lossReason(l.Err()); r != coord.LossKeyDeleted {
 				t.Fatalf("lease lost with %v, want %s", l.Err(), coord.LossKeyDeleted)
 			}
@@ -161,11 +178,10 @@ func TestKeyWatchRestartRereadsTheKey(t *testing.T) {
 	}
 }
 
-// When the watch of a waiter's predecessor ends without the waiter asking (a
-// compaction, a closed stream), the waiter reads the queue again and, its
-// predecessor still there, watches it again: it acquires once the predecessor
-// releases, not before.
-func TestPredecessorWatchRestartRereadsTheQueue(t *testing.T) {
+// When the watch plane's upstream watch ends with a compaction while a waiter
+// follows its predecessor, the waiter checks the predecessor in the resync and,
+// still there, waits on: it acquires once the predecessor releases, not before.
+func TestPredecessorResyncKeepsTheWaiterWaiting(t *testing.T) {
 	e := coordtest.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel() // before the sessions close: a waiter still waiting gives up
@@ -177,7 +193,7 @@ func TestPredecessorWatchRestartRereadsTheQueue(t *testing.T) {
 	}
 	cli := coordtest.NewEtcdClient(t, e.Endpoints...)
 	w := newEndingWatcher(cli, 1)
-	w.key = held.Key()
+	w.key = rootOf(t, tenant)
 	cli.Watcher = w // before the session starts: nothing else uses the client yet
 	s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second})
 
@@ -197,9 +213,14 @@ func TestPredecessorWatchRestartRereadsTheQueue(t *testing.T) {
 	select {
 	case <-w.rewatched:
 	case err := <-acquired:
-		t.Fatalf("the waiter returned (%v) instead of watching its predecessor again", err)
+		t.Fatalf("the waiter returned (%v) instead of waiting through the resync", err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not watch its predecessor again after the watch ended")
+		t.Fatal("the plane did not watch the elections again after the compaction")
+	}
+	select {
+	case err := <-acquired:
+		t.Fatalf("the waiter returned (%v) while its predecessor holds", err)
+	case <-time.After(200 * time.Millisecond):
 	}
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -237,9 +258,6 @@ func TestWaiterRetriesAFailedReadOfTheQueue(t *testing.T) {
 
 	h := &hangingTxn{refuse: 2} // its queue transaction goes through, its first read of the queue fails
 	cli := hangingTxnClient(t, e, h)
-	w := newEndingWatcher(cli, 0) // no watch ends: it reports the watch of the holder
-	w.key = held.Key()
-	cli.Watcher = w
 	s := newSession(t, cli, cfg)
 	acquired := make(chan error, 1)
 	go func() {
@@ -259,15 +277,11 @@ func TestWaiterRetriesAFailedReadOfTheQueue(t *testing.T) {
 	if err := coordtest.Recv(t, middleDone, 10*time.Second, "the middle waiter leaving"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("middle waiter: %v", err)
 	}
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "the failed read of the queue retried (3 Txns)", func() bool { return h.txns.Load() >= 3 })
 	select {
-	case <-w.rewatched: // it read the queue again, found the holder, and watches it
 	case err := <-acquired:
 		t.Fatalf("the waiter returned (%v) after a failed read of the queue", err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the waiter does not watch the holder after its predecessor left (%d Txns)", h.txns.Load())
-	}
-	if n := h.txns.Load(); n < 3 {
-		t.Fatalf("%d Txns: the failed read was not retried", n)
+	case <-time.After(200 * time.Millisecond):
 	}
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
