@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/watchplane"
 )
 
 // Bounds and defaults of Config.
@@ -64,6 +65,11 @@ type Config struct {
 	// TracerProvider for Join, Leave and Snapshot spans. Default
 	// otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
+	// PrivateWatches gives the group a watch plane of its own (its own
+	// upstream etcd watches, closed by Group.Close) instead of the client's
+	// shared one. Default false: a member follows the member keys, the target
+	// and the partition keys through the client's shared plane.
+	PrivateWatches bool
 }
 
 func (c Config) withDefaults() Config {
@@ -118,9 +124,10 @@ func checkNames(tenant, group string) error {
 // Group is one ownership group as configured; Join makes this process a member.
 // It holds no goroutine and no etcd state of its own. Safe for concurrent use.
 type Group struct {
-	cli  *clientv3.Client
-	cfg  Config
-	keys keys
+	cli   *clientv3.Client
+	cfg   Config
+	keys  keys
+	plane *watchplane.Plane // the members follow the group's keys through it
 }
 
 // New validates cfg and returns the Group. It does no I/O and does not block.
@@ -134,5 +141,21 @@ func New(cli *clientv3.Client, cfg Config) (*Group, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Group{cli: cli, cfg: cfg, keys: newKeys(cfg.Tenant, cfg.Group)}, nil
+	g := &Group{cli: cli, cfg: cfg, keys: newKeys(cfg.Tenant, cfg.Group)}
+	if cfg.PrivateWatches {
+		g.plane = watchplane.New(cli, watchplane.Config{Logger: cfg.Logger, MeterProvider: cfg.MeterProvider})
+	} else {
+		g.plane = watchplane.For(cli, nil)
+	}
+	return g, nil
+}
+
+// Close closes the group's own watch plane (Config.PrivateWatches); call it
+// after every member of the group in this process has stopped. A group on the
+// client's shared plane holds nothing to close (the plane ends with the
+// client): Close does nothing. It does not block on etcd.
+func (g *Group) Close() {
+	if g.cfg.PrivateWatches {
+		g.plane.Close()
+	}
 }

@@ -10,28 +10,36 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 	"github.com/coordkit/coordkit/membership"
 )
 
-// run is the member's loop: it watches the member keys and the target key and,
-// after any change (and after any watch restart), reads both at one revision,
-// recomputes the target (writing it only if it differs: nothing in steady
-// state) and reconciles the partitions this member holds with the target. It
-// ends when the member stops or its session loses authority.
+// run is the member's loop: it follows the member keys, the target key and the
+// partition keys through the client's watch plane (one upstream etcd watch per
+// tenant kind for the whole process: members, ownership and elections) and,
+// after any change of the members or the target (and after any resync), reads
+// both at one revision, recomputes the target (writing it only if it differs:
+// nothing in steady state) and reconciles the partitions this member holds with
+// the target. It ends when the member stops or its session loses authority.
 func (m *Member) run(rev int64) {
 	defer close(m.loopDone)
+	clk := coord.SystemClock()
 	backoff := coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}
-	retry := time.NewTimer(time.Hour)
+	retry := clk.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
 	attempt := 0
-	memberRev, targetRev, partRev := rev, rev, rev
-	mch := m.g.cli.Watch(m.ctx, m.g.keys.memberPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-	tch := m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(rev+1))
-	partitions := func(from int64) clientv3.WatchChan {
-		return m.g.cli.Watch(m.ctx, m.g.keys.partitions, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterDelete())
+	k := m.g.keys
+	members, mok := m.subscribe(watchplane.Spec{Key: k.memberPrefix(), Prefix: true, From: rev + 1, Backoff: backoff})
+	target, tok := m.subscribe(watchplane.Spec{Key: k.target, From: rev + 1, Backoff: backoff})
+	partitions, pok := m.subscribe(watchplane.Spec{Key: k.partitions, Prefix: true, From: rev + 1, Backoff: backoff})
+	if !mok || !tok || !pok {
+		m.stop()
+		return
 	}
-	pch := partitions(rev + 1)
+	defer members.Close()
+	defer target.Close()
+	defer partitions.Close()
 	if !m.evaluate() {
 		retry.Reset(backoff.Delay(attempt))
 		attempt++
@@ -44,41 +52,53 @@ func (m *Member) run(rev int64) {
 			m.log.Warn("ownership: session lost; every partition is revoked", "err", m.s.Err())
 			m.stop()
 			return
-		case wr, ok := <-mch:
-			if from, restart := progress(wr, ok, &memberRev); restart {
-				mch = m.g.cli.Watch(m.ctx, m.g.keys.memberPrefix(), clientv3.WithPrefix(), clientv3.WithRev(from))
+		case <-members.Done():
+			m.log.Warn("ownership: the etcd client was closed; every partition is revoked")
+			m.stop()
+			return
+		case <-members.Ready():
+			if !drain(members, nil) {
+				continue
 			}
-		case wr, ok := <-tch:
+		case <-target.Ready():
 			// Another member's target: reconcile with it. Recompute only when
-			// it is gone or unreadable (or the watch restarted): a target
-			// written from the same member keys is the one we would write.
+			// it is gone or unreadable (or a resync): a target written from the
+			// same member keys is the one we would write.
 			recompute := false
-			for _, ev := range wr.Events {
-				if !m.seeTarget(ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete) {
+			drain(target, func(u watchplane.Update) {
+				if u.Resync {
 					recompute = true
+					if len(u.KVs) == 0 {
+						m.seeTarget(nil, 0, true)
+					} else {
+						m.seeTarget(u.KVs[0].Value, u.KVs[0].ModRevision, false)
+					}
 				}
-			}
-			if from, restart := progress(wr, ok, &targetRev); restart {
-				tch = m.g.cli.Watch(m.ctx, m.g.keys.target, clientv3.WithRev(from))
-				recompute = true
-			}
+				for _, ev := range u.Events {
+					if !m.seeTarget(ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete) {
+						recompute = true
+					}
+				}
+			})
 			if !recompute {
 				continue
 			}
-		case wr, ok := <-pch:
+		case <-partitions.Ready():
 			// Puts of partition keys: this member's key queued, so the slot
 			// lets the next acquisition queue. No evaluation: the assignment
 			// does not depend on them.
-			for _, ev := range wr.Events {
-				if p, member, ok := m.g.keys.parsePartitionKey(string(ev.Kv.Key), m.g.cfg.Partitions); ok && member == m.id {
-					m.queuedKey(p)
+			drain(partitions, func(u watchplane.Update) {
+				for _, kv := range u.KVs {
+					m.seePartitionKey(string(kv.Key))
 				}
-			}
-			if from, restart := progress(wr, ok, &partRev); restart {
-				pch = partitions(from)
-			}
+				for _, ev := range u.Events {
+					if ev.Type == clientv3.EventTypePut {
+						m.seePartitionKey(string(ev.Kv.Key))
+					}
+				}
+			})
 			continue
-		case <-retry.C:
+		case <-retry.C():
 		}
 		if m.ctx.Err() != nil {
 			return
@@ -92,19 +112,38 @@ func (m *Member) run(rev int64) {
 	}
 }
 
-// progress records a watch response's revision in *rev and reports whether the
-// watch ended (or failed) and must be opened again, from the returned revision:
-// the next one after *rev, or after a compaction the oldest one kept (evaluate
-// reads the whole state afterwards, so skipped events lose nothing).
-func progress(wr clientv3.WatchResponse, ok bool, rev *int64) (int64, bool) {
-	if ok && wr.Err() == nil {
-		*rev = max(*rev, wr.Header.Revision)
-		return 0, false
+// subscribe starts one of the loop's subscriptions on the group's watch plane.
+func (m *Member) subscribe(spec watchplane.Spec) (*watchplane.Sub, bool) {
+	sub, err := m.g.plane.Subscribe(spec)
+	if err != nil {
+		m.log.Error("ownership: cannot follow the group's keys; stopping the member", "key", spec.Key, "err", err)
+		return nil, false
 	}
-	if ok && wr.CompactRevision > *rev {
-		return wr.CompactRevision, true
+	return sub, true
+}
+
+// drain takes every update waiting on sub, passing each to fn (if not nil),
+// and reports whether there was any.
+func drain(sub *watchplane.Sub, fn func(watchplane.Update)) bool {
+	any := false
+	for {
+		u, ok := sub.Take()
+		if !ok {
+			return any
+		}
+		any = true
+		if fn != nil {
+			fn(u)
+		}
 	}
-	return *rev + 1, true
+}
+
+// seePartitionKey tells the slot of a partition key of this member that its
+// key is in etcd.
+func (m *Member) seePartitionKey(key string) {
+	if p, member, ok := m.g.keys.parsePartitionKey(key, m.g.cfg.Partitions); ok && member == m.id {
+		m.queuedKey(p)
+	}
 }
 
 // readState reads the member ids and the target at one revision (one

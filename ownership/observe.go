@@ -3,13 +3,13 @@ package ownership
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/internal/etcderr"
+	"github.com/coordkit/coordkit/internal/watchplane"
 	"github.com/coordkit/coordkit/membership"
 )
 
@@ -140,73 +140,72 @@ func snapshot(ctx context.Context, cli *clientv3.Client, k keys) (Map, error) {
 // Observe reports a group's map and every change of it: the first Map is the
 // current one (Snapshot); after each batch of changes to the member keys, the
 // target or the partition keys it reads the map again (watch, then read; a
-// burst of changes costs one read per batch). The channel holds only the newest
-// Map (a slow reader skips intermediate ones, never the latest) and is closed
-// when ctx ends; watch errors are retried with backoff, a compaction re-reads.
-// It blocks only for the first read, bounded by ctx, and returns its error.
+// burst of changes costs one read per batch). It follows those keys through
+// the client's watch plane (no etcd watch of its own). The channel holds only
+// the newest Map (a slow reader skips intermediate ones, never the latest) and
+// is closed when ctx ends (or the client is closed); a failed read is retried
+// with backoff. It blocks only for the first read, bounded by ctx, and returns
+// its error.
 func Observe(ctx context.Context, cli *clientv3.Client, tenant, group string) (<-chan Map, error) {
 	first, err := Snapshot(ctx, cli, tenant, group)
 	if err != nil {
 		return nil, err
 	}
+	k := newKeys(tenant, group)
+	plane := watchplane.For(cli, nil)
+	var subs []*watchplane.Sub
+	for _, spec := range []watchplane.Spec{
+		{Key: k.memberPrefix(), Prefix: true}, {Key: k.target}, {Key: k.partitions, Prefix: true},
+	} {
+		spec.From = first.Revision + 1
+		sub, err := plane.Subscribe(spec)
+		if err != nil {
+			for _, s := range subs {
+				s.Close()
+			}
+			return nil, fmt.Errorf("ownership: observe %s: %w", group, err)
+		}
+		subs = append(subs, sub)
+	}
 	ch := make(chan Map, 1)
 	ch <- first
-	go observe(ctx, cli, newKeys(tenant, group), first.Revision, ch)
+	go observe(ctx, cli, k, subs, ch)
 	return ch, nil
 }
 
-func observe(ctx context.Context, cli *clientv3.Client, k keys, rev int64, ch chan Map) {
+func observe(ctx context.Context, cli *clientv3.Client, k keys, subs []*watchplane.Sub, ch chan Map) {
 	defer close(ch)
-	changes := make(chan int64, 1)
-	wctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	watch := func(key string, opts ...clientv3.OpOption) {
-		defer wg.Done()
-		from := rev
-		for attempt := 0; wctx.Err() == nil; attempt++ {
-			for wr := range cli.Watch(wctx, key, append(opts, clientv3.WithRev(from+1))...) {
-				if wr.CompactRevision != 0 {
-					from = wr.CompactRevision - 1
-				}
-				if wr.Err() != nil {
-					break
-				}
-				attempt, from = 0, wr.Header.Revision
-				select {
-				case changes <- wr.Header.Revision:
-				default:
-				}
-			}
-			select { // a watch that ended may have missed events: read again
-			case changes <- 0:
-			default:
-			}
-			_ = (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(wctx, coord.SystemClock(), attempt)
+	defer func() {
+		for _, s := range subs {
+			s.Close()
 		}
-	}
-	wg.Add(3)
-	go watch(k.memberPrefix(), clientv3.WithPrefix())
-	go watch(k.target)
-	go watch(k.partitions, clientv3.WithPrefix())
+	}()
+	backoff := coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}
 	for attempt := 0; ; {
-		select {
-		case <-ctx.Done():
-			return
-		case <-changes:
+		changed := false
+		for _, s := range subs {
+			changed = drain(s, nil) || changed
+		}
+		if !changed && attempt == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-subs[0].Done():
+				return
+			case <-subs[0].Ready():
+			case <-subs[1].Ready():
+			case <-subs[2].Ready():
+			}
+			continue
 		}
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
 		m, err := snapshot(rctx, cli, k)
 		rcancel()
 		if err != nil {
-			if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(ctx, coord.SystemClock(), attempt) != nil {
+			if backoff.Wait(ctx, coord.SystemClock(), attempt) != nil {
 				return
 			}
 			attempt++
-			select {
-			case changes <- 0:
-			default:
-			}
 			continue
 		}
 		attempt = 0

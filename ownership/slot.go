@@ -105,10 +105,10 @@ func (m *Member) hold(sl *slot) {
 	var rev *RevokedError
 	if errors.As(cause, &rev) {
 		start := time.Now()
-		t := time.NewTimer(m.g.cfg.DrainTimeout)
+		t := coord.SystemClock().NewTimer(m.g.cfg.DrainTimeout)
 		select {
 		case <-part.ack:
-		case <-t.C:
+		case <-t.C():
 			m.log.Warn("ownership: drain timeout; releasing the partition anyway", "partition", sl.p, "drain", m.g.cfg.DrainTimeout)
 		case <-m.hurry:
 		case <-m.s.Done():
@@ -144,7 +144,7 @@ func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
 			l, err := correctnesslease.Acquire(sl.actx, m.s, name)
 			ch <- result{l, err}
 		}()
-		t := time.NewTimer(m.s.TTL() / 3)
+		t := coord.SystemClock().NewTimer(m.s.TTL() / 3)
 		var r result
 		select {
 		case r = <-ch:
@@ -152,7 +152,7 @@ func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
 		case <-sl.queued:
 			m.releaseSlot()
 			r = <-ch
-		case <-t.C:
+		case <-t.C():
 			m.releaseSlot()
 			r = <-ch
 		}
@@ -234,10 +234,12 @@ func (m *Member) release(l *correctnesslease.Lease) {
 			return
 		}
 		m.log.Warn("ownership: release failed; retrying", "lease", l.Name(), "err", err)
+		t := coord.SystemClock().NewTimer((coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Delay(attempt))
 		select {
 		case <-m.s.Done():
+			t.Stop()
 			return
-		case <-time.After((coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Delay(attempt)):
+		case <-t.C():
 		}
 	}
 }
