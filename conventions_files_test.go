@@ -28,13 +28,11 @@ const maxFileLines = 400
 var longFiles = map[string]string{
 	// The lead's watch-plane round rewrites these (membership restructuring).
 	"membership/registration.go":               "being moved onto internal/watchplane and split by the membership restructuring",
-	"membership/watch.go":                      "being moved onto internal/watchplane and split by the membership restructuring",
 	"membership/outage_test.go":                "one scenario (an etcd outage during churn) with its report; rewritten with the watch plane",
 	"correctnesslease/lease_test.go":           "the lease scenarios; rewritten with the watch plane",
 	"correctnesslease/pgfence/cluster_test.go": "the fenced-cluster scenario (three holders, pauses, a report): one story",
 	"efficiencylock/fault_test.go":             "the fault scenarios against a real Redis (kill, pause, failover): one file per fault kind is next",
 	"efficiencylock/lock_test.go":              "the lock's contract tests; split with the fault tests",
-	"internal/watchplane/root.go":              "the lead's new watch plane (one root's mirror and stream); split by its author",
 }
 
 // moduleFile is one Go file of the SDK module, parsed with comments.

@@ -26,12 +26,9 @@ func checkPackageComment(p *pkg) []string {
 }
 
 // configByPointer lists the exported functions still taking a Config by
-// pointer, each with its reason. The lead's membership restructuring (issue 32,
-// "One etcd watch plane") changes both and removes the entries.
-var configByPointer = map[string]string{
-	"membership.Watch":                   "*WatchConfig: changed by the membership restructuring",
-	"membership/grpcresolver.NewBuilder": "*Config: changed by the membership restructuring",
-}
+// pointer, each with its reason (none since membership.Watch and
+// grpcresolver.NewBuilder take theirs by value).
+var configByPointer = map[string]string{}
 
 // checkConfigByValue holds "a constructor takes a Config value (never
 // *Options)": no exported function or method takes a pointer to a …Config, or
