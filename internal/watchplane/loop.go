@@ -215,4 +215,3 @@ func (r *root) consume(wch clientv3.WatchChan) (delivered, compacted bool, err e
 		}
 	}
 }
-

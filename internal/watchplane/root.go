@@ -227,4 +227,3 @@ func (r *root) needs() reqs {
 	}
 	return q
 }
-
