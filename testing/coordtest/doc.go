@@ -1,5 +1,5 @@
 // Package coordtest gives tests real servers: an embedded etcd, a cluster of etcd
-// processes that can be paused, killed and restarted, PostgreSQL and Redis (shared,
+// processes that can be paused, killed and restarted, etcd's grpc-proxy, PostgreSQL and Redis (shared,
 // isolated per test, or private instances that a test may kill), a TCP proxy that
 // cuts or delays connections, and a fake clock for the coord clock seam.
 //
@@ -14,6 +14,9 @@
 //	COORD_TEST_ETCD_BIN      an etcd binary for EtcdCluster; default: built from
 //	                         this module's internal/etcdbin (same server version
 //	                         as the client) on first use
+//	COORD_TEST_ETCD_PROXY_BIN  an etcd binary for GRPCProxy (run as
+//	                         `etcd grpc-proxy start`); default: built from
+//	                         internal/grpcproxybin (etcd's own main) on first use
 //
 // coordtest is for tests and cmd/ only; library code never imports it.
 package coordtest
