@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -36,6 +37,12 @@ type Config struct {
 	// Prometheus is the base URL of a Prometheus server that scrapes the
 	// services, for the overview's fence rejections of the last hour ("": not shown).
 	Prometheus string
+
+	// EtcdMetrics are the etcd members' /metrics URLs (the tenants view's
+	// quota, DB size, leader changes, WAL fsync and watchers); HTTPClient
+	// fetches them (default http.DefaultClient; the CLI gives it etcd's TLS).
+	EtcdMetrics []string
+	HTTPClient  *http.Client
 
 	// PartTimeout bounds each part of a view read from several sources (the
 	// overview's leases, members, outbox, sagas, Prometheus), which are read at

@@ -21,7 +21,8 @@ type OutboxStatus struct {
 	PublishedInWindow       int64       `json:"published_in_window"`
 	WindowSeconds           float64     `json:"window_seconds"`
 	Parked                  int64       `json:"parked"`
-	ParkedKeys              []ParkedKey `json:"parked_keys"`
+	ParkedKeys              []ParkedKey `json:"parked_keys"` // the oldest 100 of ParkedKeyCount
+	ParkedKeyCount          int64       `json:"parked_key_count"`
 }
 
 // ParkedKey is a key stopped by parked events.
@@ -73,7 +74,8 @@ func (a *Admin) OutboxStatus(ctx context.Context) (OutboxStatus, error) {
 		return OutboxStatus{}, err
 	}
 	out := OutboxStatus{Pending: s.Pending, OldestPendingAgeSeconds: seconds(s.OldestPendingAge), PublishLagP99Seconds: seconds(s.PublishLagP99),
-		PublishedInWindow: s.PublishedInWindow, WindowSeconds: outbox.StatusWindow.Seconds(), Parked: s.Parked, ParkedKeys: []ParkedKey{}}
+		PublishedInWindow: s.PublishedInWindow, WindowSeconds: outbox.StatusWindow.Seconds(), Parked: s.Parked, ParkedKeys: []ParkedKey{},
+		ParkedKeyCount: s.ParkedKeyCount}
 	for _, k := range s.ParkedKeys {
 		out.ParkedKeys = append(out.ParkedKeys, ParkedKey(k))
 	}

@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/cmd/coordctl/internal/audit"
 )
 
 // Overview is the console's first page and `coordctl overview`. A figure that
@@ -138,33 +142,67 @@ func (a *Admin) Overview(ctx context.Context) (Overview, error) {
 	return o, err
 }
 
-// promScalar runs an instant query whose result is one sample (or none: 0).
-func promScalar(ctx context.Context, base, query string) (float64, error) {
+// promVector runs an instant query and returns each sample's value by the
+// label named (values rounded to integers).
+func promVector(ctx context.Context, base, query, label string) (map[string]int64, error) {
+	body, err := promQuery(ctx, base, query)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, r := range body.Data.Result {
+		s, ok := r.Value[1].(string)
+		if !ok {
+			return nil, fmt.Errorf("coordctl: prometheus: unexpected sample %v", r.Value)
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("coordctl: prometheus: %w", err)
+		}
+		out[r.Metric[label]] += int64(v + 0.5)
+	}
+	return out, nil
+}
+
+// promResponse is an instant query's answer.
+type promResponse struct {
+	Status string `json:"status"`
+	Error  string `json:"error"`
+	Data   struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		} `json:"result"`
+	} `json:"data"`
+}
+
+func promQuery(ctx context.Context, base, query string) (promResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	var body promResponse
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?query="+url.QueryEscape(query), nil)
 	if err != nil {
-		return 0, fmt.Errorf("coordctl: prometheus: %w", err)
+		return body, fmt.Errorf("coordctl: prometheus: %w", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("coordctl: prometheus: %w", err)
+		return body, fmt.Errorf("coordctl: prometheus: %w", err)
 	}
 	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Value [2]any `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return 0, fmt.Errorf("coordctl: prometheus: %s: %w", resp.Status, err)
+		return body, fmt.Errorf("coordctl: prometheus: %s: %w", resp.Status, err)
 	}
 	if body.Status != "success" {
-		return 0, fmt.Errorf("coordctl: prometheus: %s: %s", resp.Status, body.Error)
+		return body, fmt.Errorf("coordctl: prometheus: %s: %s", resp.Status, body.Error)
+	}
+	return body, nil
+}
+
+// promScalar runs an instant query whose result is one sample (or none: 0).
+func promScalar(ctx context.Context, base, query string) (float64, error) {
+	body, err := promQuery(ctx, base, query)
+	if err != nil {
+		return 0, err
 	}
 	if len(body.Data.Result) == 0 {
 		return 0, nil // no series: nothing was rejected (or nothing is scraped)
@@ -176,13 +214,41 @@ func promScalar(ctx context.Context, base, query string) (float64, error) {
 	return strconv.ParseFloat(s, 64)
 }
 
-// Audit lists coordctl's audit rows, newest first (target "" = all).
-func (a *Admin) Audit(ctx context.Context, target string, limit int) ([]AuditEntry, error) {
+// AuditFilter selects audit rows: by target and actor, a page at a time
+// (Before: the last id shown).
+type AuditFilter struct {
+	Target, Actor string
+	Before        int64
+	Limit         int // default 50
+}
+
+// Audit lists coordctl's audit rows, newest first.
+func (a *Admin) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	if f.Limit < 0 || f.Limit > MaxPageSize || f.Before < 0 {
+		return nil, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
+	}
 	pool, err := a.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return a.trail.List(ctx, pool, auditOpts(target, limit))
+	return a.trail.List(ctx, pool, audit.ListOpts{Target: f.Target, Actor: f.Actor, Before: f.Before, Limit: f.Limit})
+}
+
+// Grant runs the audit table's grant statements (Trail.GrantsSQL) in one
+// transaction.
+func (a *Admin) Grant(ctx context.Context, stmts []string) error {
+	pool, err := a.db(ctx)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("coordctl: %s: %w", s, err)
+			}
+		}
+		return nil
+	})
 }
 
 // Migrate creates or upgrades coordctl's audit table.

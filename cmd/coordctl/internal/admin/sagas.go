@@ -65,11 +65,14 @@ type SagaError struct {
 	Error string    `json:"error"`
 }
 
-// SagaFilter selects sagas.
+// SagaFilter selects sagas: by type, states and age, by a search (an id
+// prefix or text of the last error), a page at a time.
 type SagaFilter struct {
 	Type      string
 	States    []string
 	OlderThan time.Duration
+	Search    string
+	After     string // the previous page's Next
 	Limit     int
 }
 
@@ -79,11 +82,7 @@ func (a *Admin) Sagas(ctx context.Context, f SagaFilter) ([]Saga, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &saga.SagaListOpts{Type: f.Type, OlderThan: f.OlderThan, Limit: f.Limit}
-	for _, s := range f.States {
-		opts.States = append(opts.States, saga.State(s))
-	}
-	res, err := c.SagaList(ctx, opts)
+	res, err := c.SagaList(ctx, f.opts())
 	if err != nil {
 		return nil, err
 	}

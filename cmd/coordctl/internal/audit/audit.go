@@ -35,7 +35,13 @@ const (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-var targetIdx = pgschema.Derived{Suffix: "_target_idx", What: "target index"}
+// Names derived from the table's.
+var (
+	targetIdx          = pgschema.Derived{Suffix: "_target_idx", What: "target index"}
+	appendOnly         = pgschema.Derived{Suffix: "_append_only", What: "trigger"}
+	appendOnlyTruncate = pgschema.Derived{Suffix: "_append_only_truncate", What: "trigger"}
+	appendOnlyFn       = pgschema.Derived{Suffix: "_refuse_change", What: "trigger function"}
+)
 
 // ErrInvalid matches every *InputError.
 var ErrInvalid = errors.New("coordctl: invalid audit input")
@@ -58,6 +64,7 @@ var ErrNotMigrated = errors.New("coordctl: the audit table is not migrated: run 
 // Trail writes and reads the audit table.
 type Trail struct {
 	table  string // quoted
+	name   string // unquoted, for the grants
 	schema pgschema.Component
 }
 
@@ -67,18 +74,22 @@ func New(schema, table string) (*Trail, error) {
 	if table == "" {
 		table = DefaultTable
 	}
-	if err := pgschema.CheckTable(schema, table, targetIdx); err != nil {
+	if err := pgschema.CheckTable(schema, table, targetIdx, appendOnly, appendOnlyTruncate, appendOnlyFn); err != nil {
 		return nil, err
 	}
 	ms, err := pgschema.Load(migrationFS, "migrations", map[string]string{
-		"audit":      pgschema.Qualified(schema, table),
-		"target_idx": pgschema.Quoted(table + targetIdx.Suffix),
+		"audit":                pgschema.Qualified(schema, table),
+		"target_idx":           pgschema.Quoted(table + targetIdx.Suffix),
+		"append_only":          pgschema.Quoted(table + appendOnly.Suffix),
+		"append_only_truncate": pgschema.Quoted(table + appendOnlyTruncate.Suffix),
+		"append_only_fn":       pgschema.Qualified(schema, table+appendOnlyFn.Suffix),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("coordctl: %w", err)
 	}
 	return &Trail{
 		table:  pgschema.Qualified(schema, table),
+		name:   table,
 		schema: pgschema.Component{Owner: "coordctl", Kind: "coordctl_audit", Schema: schema, Name: table, Migrations: ms},
 	}, nil
 }
@@ -114,6 +125,7 @@ type Entry struct {
 	Target  string          `json:"target"`
 	Reason  string          `json:"reason"`
 	Outcome string          `json:"outcome"`
+	Rows    *int64          `json:"rows,omitempty"` // a bulk change: how many objects it acted on
 	Before  json.RawMessage `json:"before"`
 	After   json.RawMessage `json:"after,omitempty"`
 }
@@ -170,9 +182,9 @@ func (t *Trail) Record(ctx context.Context, tx pgx.Tx, e Entry, before, after an
 	}
 	var id int64
 	var at time.Time
-	err = tx.QueryRow(ctx, "INSERT INTO "+t.table+" (actor, via, action, target, reason, outcome, before, after) "+
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, at",
-		e.Actor, e.Via, e.Action, e.Target, e.Reason, e.Outcome, string(b), nullable(a)).Scan(&id, &at)
+	err = tx.QueryRow(ctx, "INSERT INTO "+t.table+" (actor, via, action, target, reason, outcome, before, after, rows) "+
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, at",
+		e.Actor, e.Via, e.Action, e.Target, e.Reason, e.Outcome, string(b), nullable(a), e.Rows).Scan(&id, &at)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("coordctl: audit %s %s: %w", e.Action, e.Target, err)
 	}
@@ -182,6 +194,8 @@ func (t *Trail) Record(ctx context.Context, tx pgx.Tx, e Entry, before, after an
 // ListOpts filters List.
 type ListOpts struct {
 	Target string // only this target; "" any
+	Actor  string // only this actor; "" any
+	Before int64  // only rows older than this id (keyset: the last id shown); 0 none
 	Limit  int    // default 50
 }
 
@@ -192,15 +206,15 @@ func (t *Trail) List(ctx context.Context, db interface {
 	if o.Limit <= 0 {
 		o.Limit = 50
 	}
-	rows, err := db.Query(ctx, "SELECT id, at, actor, via, db_user, action, target, reason, outcome, before, after FROM "+t.table+
-		" WHERE ($1 = '' OR target = $1) ORDER BY id DESC LIMIT $2", o.Target, o.Limit)
+	rows, err := db.Query(ctx, "SELECT id, at, actor, via, db_user, action, target, reason, outcome, rows, before, after FROM "+t.table+
+		" WHERE ($1 = '' OR target = $1) AND ($2 = '' OR actor = $2) AND ($3 = 0 OR id < $3) ORDER BY id DESC LIMIT $4", o.Target, o.Actor, o.Before, o.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("coordctl: audit list: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Entry, error) {
 		var e Entry
 		var before, after []byte
-		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Via, &e.DBUser, &e.Action, &e.Target, &e.Reason, &e.Outcome, &before, &after)
+		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Via, &e.DBUser, &e.Action, &e.Target, &e.Reason, &e.Outcome, &e.Rows, &before, &after)
 		e.Before, e.After = before, after
 		return e, err
 	})
@@ -208,6 +222,26 @@ func (t *Trail) List(ctx context.Context, db interface {
 		return nil, fmt.Errorf("coordctl: audit list: %w", err)
 	}
 	return out, nil
+}
+
+// GrantsSQL returns the statements that make the audit table append-only for
+// role, the role coordctl connects as: it may read and insert (and use the id
+// sequence), nothing else; PUBLIC gets nothing. Run them as the table's owner
+// (coordctl migrate --grants ROLE). The owner itself is held by the table's
+// trigger (migration 2), which refuses UPDATE, DELETE and TRUNCATE to every role.
+func (t *Trail) GrantsSQL(role string) ([]string, error) {
+	if err := pgschema.CheckIdent("role", role); err != nil {
+		return nil, &InputError{Field: "role", Reason: err.Error()}
+	}
+	r := pgschema.Quoted(role)
+	seq := pgschema.Qualified(t.schema.Schema, t.name+"_id_seq")
+	return []string{
+		"REVOKE ALL ON " + t.table + " FROM PUBLIC",
+		"REVOKE ALL ON " + t.table + " FROM " + r,
+		"GRANT SELECT, INSERT ON " + t.table + " TO " + r,
+		"REVOKE ALL ON SEQUENCE " + seq + " FROM " + r,
+		"GRANT USAGE ON SEQUENCE " + seq + " TO " + r,
+	}, nil
 }
 
 func jsonb(v any) ([]byte, error) {

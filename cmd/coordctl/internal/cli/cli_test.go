@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,15 +104,17 @@ func TestReadCommandsAgainstRealServers(t *testing.T) {
 	if st.Pending != 1 || st.Parked != 1 || len(st.ParkedKeys) != 1 || st.ParkedKeys[0].Key != testenv.PoisonKey || st.ParkedKeys[0].Blocked != 1 || st.PublishedInWindow != 1 {
 		t.Fatalf("outbox status = %+v", st)
 	}
-	var parked []admin.ParkedEvent
-	r.decode(&parked, "outbox", "parked", "list")
-	if len(parked) != 1 || parked[0].ID != e.ParkedID.String() || parked[0].LastError != testenv.ParkedError || parked[0].Attempts != 2 {
-		t.Fatalf("parked list = %+v", parked)
+	var pp admin.ParkedPage
+	r.decode(&pp, "outbox", "parked", "list")
+	if parked := pp.Events; len(parked) != 1 || parked[0].ID != e.ParkedID.String() || parked[0].LastError != testenv.ParkedError || parked[0].Attempts != 2 ||
+		pp.Total != 1 || pp.Counts["parked"] != 1 || pp.Counts["pending"] != 1 {
+		t.Fatalf("parked list = %+v", pp)
 	}
-	var sagas []admin.Saga
-	r.decode(&sagas, "saga", "list", "--state", "needs_human")
-	if len(sagas) != 1 || sagas[0].ID != testenv.HumanSaga || sagas[0].StepName != "debit" || sagas[0].LastError != testenv.RefundFailed {
-		t.Fatalf("saga list --state needs_human = %+v", sagas)
+	var sp admin.SagaPage
+	r.decode(&sp, "saga", "list", "--state", "needs_human")
+	if sagas := sp.Sagas; len(sagas) != 1 || sagas[0].ID != testenv.HumanSaga || sagas[0].StepName != "debit" || sagas[0].LastError != testenv.RefundFailed ||
+		sp.Total != 1 || sp.Counts["running"] != 1 || sp.Counts["needs_human"] != 1 {
+		t.Fatalf("saga list --state needs_human = %+v", sp)
 	}
 	var sg admin.Saga
 	r.decode(&sg, "saga", "get", testenv.StuckSaga)
@@ -381,6 +385,9 @@ func TestMutationsAreConfirmedAuditedAndCompareAndSet(t *testing.T) {
 		"fence.reset " + lease + " conflict alice@oncall cli stale view true true",
 		"fence.reset " + lease + " applied alice@oncall cli etcd restored from backup true true",
 	}
+	for i := range want { // via: "cli" and the account that ran it, beside the declared actor
+		want[i] = strings.Replace(want[i], " alice@oncall cli ", " alice@oncall "+osVia(t)+" ", 1)
+	}
 	if got := auditRows(t, e); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -408,7 +415,7 @@ func TestMigrateAndNotMigrated(t *testing.T) {
 		t.Fatalf("migrate: exit %d %s", code, errs)
 	}
 	var v int
-	if err := db.Pool.QueryRow(testenv.Ctx(t), `SELECT max(version) FROM coordkit_migrations WHERE component = 'coordctl_audit'`).Scan(&v); err != nil || v != 1 {
+	if err := db.Pool.QueryRow(testenv.Ctx(t), `SELECT max(version) FROM coordkit_migrations WHERE component = 'coordctl_audit'`).Scan(&v); err != nil || v != 2 {
 		t.Fatalf("coordkit_migrations records coordctl_audit at %d, %v", v, err)
 	}
 	if _, errs, code := r.run("migrate"); code != cli.ExitOK {
@@ -419,4 +426,15 @@ func TestMigrateAndNotMigrated(t *testing.T) {
 	if _, errs, code := r.run("saga", "list"); code != cli.ExitError || !strings.Contains(errs, "no PostgreSQL configured") {
 		t.Fatalf("saga list with no database: exit %d %s", code, errs)
 	}
+}
+
+// osVia is the via a CLI change records: "cli" and the account running the test.
+func osVia(t *testing.T) string {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	return "cli " + u.Username + "@" + host
 }

@@ -36,9 +36,10 @@ type globals struct {
 	fenceTable, outboxTable, outboxParkedTable string
 	sagaTable, idemTable, auditTable           string
 
-	output     string
-	actor      string
-	prometheus string
+	output      string
+	actor       string
+	prometheus  string
+	etcdMetrics []string
 
 	etcdOnce sync.Once
 	etcdCli  *clientv3.Client
@@ -55,6 +56,8 @@ func envOf(flag string) string {
 		return "ETCDCTL_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 	case "db":
 		return "DATABASE_URL"
+	case "etcd-metrics":
+		return "COORDCTL_ETCD_METRICS"
 	}
 	return "COORDCTL_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
@@ -79,7 +82,8 @@ func (g *globals) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.auditTable, "audit-table", "", "coordctl's audit table (default coordctl_audit)")
 	fs.StringVarP(&g.output, "output", "o", "table", "output format: table or json (env COORDCTL_OUTPUT)")
 	fs.StringVar(&g.actor, "actor", "", "who you are, for the audit table (default: $USER@hostname) (env COORDCTL_ACTOR)")
-	fs.StringVar(&g.prometheus, "prometheus", "", "Prometheus base URL, for the overview's fence rejections (env COORDCTL_PROMETHEUS)")
+	fs.StringVar(&g.prometheus, "prometheus", "", "Prometheus base URL, for the overview's fence rejections and the tenants' watches (env COORDCTL_PROMETHEUS)")
+	fs.StringSliceVar(&g.etcdMetrics, "etcd-metrics", nil, "etcd members' metrics URLs for the tenants view (default: /metrics of each endpoint) (env COORDCTL_ETCD_METRICS)")
 }
 
 // fromEnv sets every flag the command line left alone from its variable.
@@ -119,6 +123,26 @@ func (g *globals) etcd(ctx context.Context) (*clientv3.Client, error) {
 
 func (g *globals) dialEtcd(ctx context.Context) (*clientv3.Client, error) {
 	cfg := clientv3.Config{Endpoints: g.endpoints, DialTimeout: g.dialTimeout, Context: context.WithoutCancel(ctx), Logger: zap.NewNop()}
+	t, err := g.etcdTLS()
+	if err != nil {
+		return nil, err
+	}
+	cfg.TLS = t
+	if g.user != "" {
+		cfg.Username, cfg.Password, _ = strings.Cut(g.user, ":")
+		if g.password != "" {
+			cfg.Password = g.password
+		}
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("coordctl: etcd %s: %w", strings.Join(g.endpoints, ","), err)
+	}
+	return cli, nil
+}
+
+// etcdTLS is the TLS configuration of etcd's endpoints (nil: plain text).
+func (g *globals) etcdTLS() (*tls.Config, error) {
 	if g.cacert != "" || g.cert != "" || g.insecureTLS || hasHTTPS(g.endpoints) {
 		t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: g.insecureTLS} //nolint:gosec // the operator asked for it
 		if g.cacert != "" {
@@ -138,19 +162,29 @@ func (g *globals) dialEtcd(ctx context.Context) (*clientv3.Client, error) {
 			}
 			t.Certificates = []tls.Certificate{pair}
 		}
-		cfg.TLS = t
+		return t, nil
 	}
-	if g.user != "" {
-		cfg.Username, cfg.Password, _ = strings.Cut(g.user, ":")
-		if g.password != "" {
-			cfg.Password = g.password
+	return nil, nil
+}
+
+// metricsURLs are the etcd members' /metrics: --etcd-metrics, else each
+// endpoint's (etcd serves its metrics on its client URLs).
+func (g *globals) metricsURLs() []string {
+	if len(g.etcdMetrics) > 0 {
+		return g.etcdMetrics
+	}
+	var out []string
+	for _, e := range g.endpoints {
+		if !strings.Contains(e, "://") {
+			scheme := "http://"
+			if g.cacert != "" || g.cert != "" || g.insecureTLS {
+				scheme = "https://"
+			}
+			e = scheme + e
 		}
+		out = append(out, strings.TrimSuffix(e, "/")+"/metrics")
 	}
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("coordctl: etcd %s: %w", strings.Join(g.endpoints, ","), err)
-	}
-	return cli, nil
+	return out
 }
 
 func hasHTTPS(eps []string) bool {
@@ -189,6 +223,11 @@ func (g *globals) close() {
 		g.pool.Close()
 	}
 }
+
+// via is how a CLI change is recorded beside its actor: "cli" and the
+// operating-system account that ran it, so that an --actor someone declared
+// (--actor root) is never the only identity the audit row keeps.
+func (a *app) via() string { return "cli " + defaultActor() }
 
 // defaultActor is $USER@hostname.
 func defaultActor() string {

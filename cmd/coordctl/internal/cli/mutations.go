@@ -53,7 +53,7 @@ func run(a *app, cmd *cobra.Command, c *change, m mutation) error {
 	if err != nil {
 		return err
 	}
-	req := admin.Request{Actor: a.g.actor, Via: "cli", Reason: c.reason, Expect: c.expect, DryRun: c.dryRun}
+	req := admin.Request{Actor: a.g.actor, Via: a.via(), Reason: c.reason, Expect: c.expect, DryRun: c.dryRun}
 	if req.Expect == "" {
 		req.Expect = ver
 	}
@@ -134,9 +134,15 @@ func (a *app) sagaMutationCmd(use, short string, do func(ctx context.Context, id
 }
 
 func (a *app) sagaRetryCmd() *cobra.Command {
-	return a.sagaMutationCmd("retry", "Make a running or compensating saga due now (skip its backoff)", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
+	cmd := a.sagaMutationCmd("retry", "Make a running or compensating saga due now (skip its backoff); with a filter, every one it selects", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
 		return a.adm.SagaRetry(ctx, id, req)
 	})
+	sel := sagaSelection(cmd)
+	return a.withBulk(cmd, "sagas", func() (bool, error) { _, ok, err := sel(); return ok, err },
+		func(ctx context.Context, req admin.Request) (admin.BulkChange, error) {
+			s, _, _ := sel()
+			return a.adm.SagaRetryBulk(ctx, s, req)
+		})
 }
 
 func (a *app) sagaCancelCmd() *cobra.Command {
@@ -191,15 +197,26 @@ func (a *app) parkedCmd(use, short string, do func(ctx context.Context, id strin
 }
 
 func (a *app) requeueCmd() *cobra.Command {
-	return a.parkedCmd("requeue", "Put a parked event back into the outbox (its key flows again)", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
+	cmd := a.parkedCmd("requeue", "Put a parked event back into the outbox (its key flows again); with a filter, every one it selects", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
 		return a.adm.Requeue(ctx, id, req)
 	})
+	return a.parkedBulk(cmd, "requeue")
+}
+
+func (a *app) parkedBulk(cmd *cobra.Command, action string) *cobra.Command {
+	sel := parkedSelection(cmd)
+	return a.withBulk(cmd, "parked events", func() (bool, error) { _, ok, err := sel(); return ok, err },
+		func(ctx context.Context, req admin.Request) (admin.BulkChange, error) {
+			s, _, _ := sel()
+			return a.adm.ParkedBulk(ctx, action, s, req)
+		})
 }
 
 func (a *app) discardCmd() *cobra.Command {
-	return a.parkedCmd("discard", "Delete a parked event for good (its key's later events flow)", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
+	cmd := a.parkedCmd("discard", "Delete a parked event for good (its key's later events flow); with a filter, every one it selects", func(ctx context.Context, id string, req admin.Request) (admin.Change, error) {
 		return a.adm.Discard(ctx, id, req)
 	})
+	return a.parkedBulk(cmd, "discard")
 }
 
 func (a *app) fenceResetCmd() *cobra.Command {

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -170,22 +174,27 @@ func (a *app) outboxCmd() *cobra.Command {
 		},
 	}
 	parked := &cobra.Command{Use: "parked", Short: "Events the relay parked (dead letters): list, requeue, discard"}
-	var limit int
+	var pf admin.ParkedFilter
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List parked events in outbox order",
+		Short: "List parked events in outbox order, a page at a time, with how many match",
 		Args:  args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
-			ps, err := a.adm.Parked(ctx, limit)
+			p, err := a.adm.ParkedPage(ctx, pf)
 			if err != nil {
 				return err
 			}
-			return a.print(ps, view.Parked(ps))
+			return a.print(p, view.ParkedPage(p))
 		},
 	}
-	list.Flags().IntVar(&limit, "limit", 100, "at most this many events")
+	list.Flags().StringVar(&pf.Key, "key", "", "only this key")
+	list.Flags().StringVar(&pf.Topic, "topic", "", "only this topic")
+	list.Flags().StringVar(&pf.Type, "type", "", "only this event type")
+	list.Flags().StringVar(&pf.Search, "search", "", "only events whose key starts with this or whose last error contains it (case-insensitive)")
+	list.Flags().StringVar(&pf.After, "after", "", "the page after this one (the Next page value a list printed)")
+	list.Flags().IntVar(&pf.Limit, "limit", admin.DefaultPageSize, "at most this many events per page (1-1000)")
 	parked.AddCommand(list, a.requeueCmd(), a.discardCmd())
 	c.AddCommand(status, parked)
 	return c
@@ -196,22 +205,24 @@ func (a *app) sagaCmd() *cobra.Command {
 	var f admin.SagaFilter
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List sagas, oldest in their state first",
+		Short: "List sagas oldest in their state first, a page at a time, with counts per state",
 		Args:  args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
-			ss, err := a.adm.Sagas(ctx, f)
+			p, err := a.adm.SagaPage(ctx, f)
 			if err != nil {
 				return err
 			}
-			return a.print(ss, view.Sagas(ss))
+			return a.print(p, view.SagaPage(p))
 		},
 	}
 	list.Flags().StringSliceVar(&f.States, "state", nil, "only these states: running, compensating, completed, compensated, needs_human")
 	list.Flags().StringVar(&f.Type, "type", "", "only this saga type")
 	list.Flags().DurationVar(&f.OlderThan, "older-than", 0, "only sagas in their state for at least this long (e.g. 10m)")
-	list.Flags().IntVar(&f.Limit, "limit", 100, "at most this many sagas")
+	list.Flags().StringVar(&f.Search, "search", "", "only sagas whose id starts with this or whose last error contains it (case-insensitive)")
+	list.Flags().StringVar(&f.After, "after", "", "the page after this one (the Next page value a list printed)")
+	list.Flags().IntVar(&f.Limit, "limit", admin.DefaultPageSize, "at most this many sagas per page (1-1000)")
 	_ = list.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
 		[]string{"running", "compensating", "completed", "compensated", "needs_human"}, cobra.ShellCompDirectiveNoFileComp))
 	get := &cobra.Command{
@@ -299,7 +310,8 @@ func (a *app) configCmd() *cobra.Command {
 
 func (a *app) auditCmd() *cobra.Command {
 	c := &cobra.Command{Use: "audit", Short: "coordctl's audit trail"}
-	var target string
+	var target, actor string
+	var before int64
 	var limit int
 	list := &cobra.Command{
 		Use:   "list",
@@ -308,7 +320,7 @@ func (a *app) auditCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
-			es, err := a.adm.Audit(ctx, target, limit)
+			es, err := a.adm.Audit(ctx, admin.AuditFilter{Target: target, Actor: actor, Before: before, Limit: limit})
 			if err != nil {
 				return err
 			}
@@ -316,18 +328,71 @@ func (a *app) auditCmd() *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&target, "target", "", "only this target (a saga id, event id or lease)")
+	list.Flags().StringVar(&actor, "actor", "", "only this actor")
+	list.Flags().Int64Var(&before, "before", 0, "only rows older than this id (the next page: the last id shown)")
 	list.Flags().IntVar(&limit, "limit", 50, "at most this many rows")
 	c.AddCommand(list)
 	return c
 }
 
+func (a *app) tenantsCmd() *cobra.Command {
+	var sample time.Duration
+	c := &cobra.Command{
+		Use:   "tenants",
+		Short: "Per tenant: keys, bytes, leases, watches, write rate against the RFC's quotas; etcd's health",
+		Long: `Show every tenant's use of etcd against the quotas of RFC MUST 7 (50 MB, 64 KB per
+value, 200 writes/s; and coord's 32 watches), and etcd's health beside it: leader,
+alarms, DB size against its quota, WAL fsync, leader changes.
+
+Measured: keys, bytes, the largest value and the leases (every key and value under
+/tenants/ read at one revision), the cluster's write rate (its revision's advance).
+Estimated: a tenant's write rate, a lower bound (keys changed between two reads
+--sample apart). Reported by coordkit's processes (with --prometheus): a tenant's
+watches — etcd counts watches only for the whole cluster, so without Prometheus
+they are unknown, never 0. The command exits 5 when a part could not be read.`,
+		Args: args(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.g.commandTimeout+sample)
+			defer cancel()
+			t, err := a.adm.Tenants(ctx, sample)
+			if err != nil && !errors.Is(err, admin.ErrPartial) {
+				return err
+			}
+			if perr := a.print(t, view.Tenants(t)); perr != nil {
+				return perr
+			}
+			return err
+		},
+	}
+	c.Flags().DurationVar(&sample, "sample", time.Second, "how far apart the two reads that estimate write rates are (0: no estimate)")
+	return c
+}
+
 func (a *app) migrateCmd() *cobra.Command {
 	var printSQL bool
+	var grants string
 	c := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade coordctl's audit table (versioned, in coordkit_migrations)",
 		Args:  args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if grants != "" {
+				stmts, err := a.adm.Trail().GrantsSQL(grants)
+				if err != nil {
+					return err
+				}
+				if printSQL {
+					_, err := fmt.Fprintln(a.io.Out, strings.Join(stmts, ";\n")+";")
+					return err
+				}
+				ctx, cancel := a.ctx(cmd)
+				defer cancel()
+				if err := a.adm.Grant(ctx, stmts); err != nil {
+					return err
+				}
+				a.log.Info("coordctl: the audit table is append-only for " + grants)
+				return nil
+			}
 			if printSQL {
 				for _, s := range a.adm.Trail().MigrationSQL() {
 					if _, err := a.io.Out.Write([]byte(s + "\n")); err != nil {
@@ -346,5 +411,6 @@ func (a *app) migrateCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&printSQL, "sql", false, "print the SQL instead (for goose, golang-migrate, atlas)")
+	c.Flags().StringVar(&grants, "grants", "", "make the audit table append-only for this role, the one coordctl connects as (SELECT, INSERT; run as the table's owner)")
 	return c
 }

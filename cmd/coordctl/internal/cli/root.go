@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -156,7 +158,7 @@ PostgreSQL. See docs/coordctl.md.`,
 	}
 	a.g.register(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.overviewCmd(), a.leasesCmd(), a.membersCmd(), a.ownershipCmd(), a.fencesCmd(), a.outboxCmd(), a.sagaCmd(), a.idemCmd(),
+	root.AddCommand(a.overviewCmd(), a.leasesCmd(), a.membersCmd(), a.ownershipCmd(), a.tenantsCmd(), a.fencesCmd(), a.outboxCmd(), a.sagaCmd(), a.idemCmd(),
 		a.configCmd(), a.auditCmd(), a.migrateCmd(), a.serveCmd())
 	groups(root)
 	return root
@@ -205,7 +207,12 @@ func (a *app) setup(cmd *cobra.Command) error {
 		Etcd:   a.g.etcd,
 		Schema: a.g.schema, FenceTable: a.g.fenceTable, OutboxTable: a.g.outboxTable, OutboxParkedTable: a.g.outboxParkedTable,
 		SagaTable: a.g.sagaTable, IdemTable: a.g.idemTable, AuditTable: a.g.auditTable,
-		Prometheus: a.g.prometheus, Logger: a.log,
+		Prometheus: a.g.prometheus, Logger: a.log, EtcdMetrics: a.g.metricsURLs(),
+	}
+	if t, err := a.g.etcdTLS(); err != nil {
+		return usageError{err}
+	} else if t != nil {
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: t}, Timeout: 10 * time.Second}
 	}
 	if a.g.dbConfigured(a.io.Getenv) {
 		cfg.DB = a.g.database

@@ -49,7 +49,7 @@ func TestServeCommand(t *testing.T) {
 		t.Fatalf("serve with a missing certificate: exit %d %s", code, errs)
 	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("s3cret-s3cret-s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,7 +68,7 @@ func TestServeCommand(t *testing.T) {
 		return m != nil
 	})
 	req, _ := http.NewRequest(http.MethodGet, base+"/sagas", nil)
-	req.Header.Set("Authorization", "Bearer s3cret")
+	req.Header.Set("Authorization", "Bearer s3cret-s3cret-s3cret")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -85,5 +85,39 @@ func TestServeCommand(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop within 15s of its context ending")
+	}
+}
+
+// TestServeRefusesEmptyAndShortTokens (issue 29, point 4): an empty
+// --token-file turned authentication off (every page 200); an empty, short or
+// duplicated token is now refused with exit 2 before anything listens.
+func TestServeRefusesEmptyAndShortTokens(t *testing.T) {
+	e := testenv.New(t)
+	r := newRunner(t, e)
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--token-file", file("empty", "\n")}, "is empty"},
+		{[]string{"--token-file", file("short", "s3cret\n")}, "at least 16 bytes"},
+		{[]string{"--token", ""}, "--token is empty"},
+		{[]string{"--token", "s3cret"}, "at least 16 bytes"},
+		{[]string{"--tokens-file", file("users-empty", "# nobody\n")}, "has no token"},
+		{[]string{"--tokens-file", file("users-short", "alice s3cret\n")}, "at least 16 bytes"},
+		{[]string{"--tokens-file", file("users-dup", "alice 0123456789abcdef0\nbob 0123456789abcdef0\n")}, "also another user's"},
+		{[]string{"--proxy-header", "X-Forwarded-Email"}, "needs --trusted-proxy"},
+	} {
+		_, errs, code := r.run(append([]string{"serve", "--listen", "127.0.0.1:0"}, c.args...)...)
+		if code != cli.ExitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("serve %q: exit %d, stderr %q: want exit 2 and %q", c.args, code, errs, c.want)
+		}
 	}
 }

@@ -220,16 +220,20 @@ func TestConsoleInABrowser(t *testing.T) {
 	must("needs_human saga", chromedp.Navigate(base+"/sagas/"+testenv.HumanSaga), chromedp.WaitVisible(chromedp.CSS("#resolve")))
 	shoot(t, ctx, shots, "saga-needs-human")
 
-	// The parked event: Requeue.
+	// The parked event: its row on the outbox page, its page, Requeue.
 	id := e.ParkedID.String()
 	must("outbox page", chromedp.Navigate(base+"/outbox"), chromedp.WaitVisible(chromedp.CSS("#ev-"+id)))
 	shoot(t, ctx, shots, "outbox")
+	must("parked event page", chromedp.Click(chromedp.CSS(`#ev-`+id+` a`)), chromedp.WaitVisible(chromedp.CSS(`button.requeue`)))
 	must("click requeue",
-		chromedp.SendKeys(chromedp.CSS(`#ev-`+id+` form[action$="/requeue"] input[name=reason]`), "broker max.message.bytes raised"),
-		chromedp.Click(chromedp.CSS(`#ev-`+id+` button.requeue`)), chromedp.WaitVisible(chromedp.CSS("#outcome")))
+		chromedp.SendKeys(chromedp.CSS(`form[action$="/requeue"] input[name=reason]`), "broker max.message.bytes raised"),
+		chromedp.Click(chromedp.CSS(`button.requeue`)), chromedp.WaitVisible(chromedp.CSS("#outcome")))
 	text = textOf("#outcome")
 	if !strings.Contains(text, "applied") {
 		t.Fatalf("requeue outcome: %s", text)
+	}
+	if text = textOf("main"); strings.Contains(text, `"id":`) || !strings.Contains(text, "Parked") {
+		t.Fatalf("the result page shows raw JSON or no before/after table:\n%s", text)
 	}
 	var pending, parked bool
 	if err := pool.QueryRow(dbctx, `SELECT EXISTS (SELECT 1 FROM coord_outbox WHERE id = $1 AND published_at IS NULL),

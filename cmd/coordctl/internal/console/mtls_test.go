@@ -76,15 +76,15 @@ func TestMTLS(t *testing.T) {
 	c := client(t)
 	c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{p.client}}}
 	resp, page := get(t, c, base+"/sagas/"+testenv.StuckSaga, nil)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "mtls:dave@oncall") {
-		t.Fatalf("with a client certificate: %d, actor shown: %v", resp.StatusCode, strings.Contains(page, "mtls:dave@oncall"))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "mtls:CN=dave@oncall") {
+		t.Fatalf("with a client certificate: %d, actor shown: %v", resp.StatusCode, strings.Contains(page, "mtls:CN=dave@oncall"))
 	}
 	form := url.Values{"csrf": {csrfField.FindStringSubmatch(page)[1]}, "expect": {versionField.FindStringSubmatch(page)[1]}, "reason": {"via mTLS"}}
 	if resp, body := post(t, c, base+"/sagas/"+testenv.StuckSaga+"/retry", form, nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("retry over mTLS: %d %s", resp.StatusCode, body)
 	}
 	var actor string
-	if err := e.DB.Pool.QueryRow(testenv.Ctx(t), `SELECT actor FROM coordctl_audit WHERE action = 'saga.retry'`).Scan(&actor); err != nil || actor != "mtls:dave@oncall" {
+	if err := e.DB.Pool.QueryRow(testenv.Ctx(t), `SELECT actor FROM coordctl_audit WHERE action = 'saga.retry'`).Scan(&actor); err != nil || actor != "mtls:CN=dave@oncall" {
 		t.Fatalf("audit actor %q, %v; want the certificate's CN", actor, err)
 	}
 	if len(resp.Cookies()) == 0 {

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
@@ -36,19 +37,34 @@ const (
 	DefaultRefresh = 2 * time.Second
 )
 
-// Config configures the console.
+// MinTokenBytes is the shortest token the console accepts: an empty or short
+// token is refused at start, never taken for "no authentication".
+const MinTokenBytes = 16
+
+// Config configures the console. Each operator should have an identity of
+// their own (Tokens, mTLS or a trusted proxy's header): it is what the audit
+// rows record.
 type Config struct {
 	Listen string // default DefaultListen
-	// Token, when set, is required: as "Authorization: Bearer <token>" or
-	// through the login form (a session cookie). Required on a non-loopback
-	// Listen unless ClientCAs is set.
-	Token string
+	// Tokens are per-user tokens (token -> user name, the user being the
+	// audit rows' actor), presented as "Authorization: Bearer <token>" or
+	// through the login form (a session cookie bound to the user). Token is one
+	// shared token, whose users are all Actor. Each at least MinTokenBytes.
+	// A token (or mTLS, or a proxy header) is required on a non-loopback Listen.
+	Tokens map[string]string
+	Token  string
 	// TLS serves HTTPS with this certificate; ClientCAs (with TLS) requires and
-	// verifies client certificates (mTLS), the actor being the certificate's CN.
+	// verifies client certificates (mTLS), the actor being the certificate's
+	// subject ("mtls:CN=…,O=…").
 	TLS       *tls.Certificate
 	ClientCAs *x509.CertPool
-	// Actor is who the audit rows name for changes made through a token or a
-	// loopback console (mTLS names the client certificate instead).
+	// ProxyHeader names the header a trusted authenticating proxy (an OIDC
+	// proxy such as oauth2-proxy: X-Forwarded-Email) sets to the user's
+	// identity; requests must then come from one of TrustedProxies with it.
+	ProxyHeader    string
+	TrustedProxies []netip.Prefix
+	// Actor is who the audit rows name for the shared Token and for a loopback
+	// console without a guard (the account that started it).
 	Actor string
 	// Refresh is how often live pages are re-rendered. Default DefaultRefresh.
 	Refresh time.Duration
@@ -66,8 +82,9 @@ type Server struct {
 	log   *slog.Logger
 	keys  keys
 	tls   bool
-	pages map[string]*template.Template
+	tmpl  map[string]*template.Template
 	mux   *http.ServeMux
+	fails *failures
 }
 
 // New checks cfg and returns a Server over adm.
@@ -84,14 +101,43 @@ func New(adm *admin.Admin, cfg Config) (*Server, error) {
 	if cfg.ClientCAs != nil && cfg.TLS == nil {
 		return nil, errors.New("coordctl: --client-ca needs --tls-cert and --tls-key")
 	}
-	if !IsLoopback(cfg.Listen) && cfg.Token == "" && cfg.ClientCAs == nil {
+	if err := checkTokens(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.ProxyHeader != "" && len(cfg.TrustedProxies) == 0 {
+		return nil, errors.New("coordctl: --proxy-header needs --trusted-proxy: the addresses of the proxy that sets it (anyone else could)")
+	}
+	if !IsLoopback(cfg.Listen) && cfg.Token == "" && len(cfg.Tokens) == 0 && cfg.ClientCAs == nil && cfg.ProxyHeader == "" {
 		return nil, ErrUnguarded
 	}
-	pages, err := parsePages()
+	s := &Server{cfg: cfg, adm: adm, log: cfg.Logger, keys: newKeys(), tls: cfg.TLS != nil, fails: newFailures()}
+	tmpl, err := parsePages(s.pages())
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, adm: adm, log: cfg.Logger, keys: newKeys(), tls: cfg.TLS != nil, pages: pages}, nil
+	s.tmpl = tmpl
+	return s, nil
+}
+
+// ErrWeakToken refuses an empty or short console token.
+var ErrWeakToken = fmt.Errorf("coordctl: a console token must be at least %d bytes (an empty one is refused, never taken for no authentication)", MinTokenBytes)
+
+func checkTokens(cfg Config) error {
+	if cfg.Token != "" && len(cfg.Token) < MinTokenBytes {
+		return fmt.Errorf("%w: the token has %d", ErrWeakToken, len(cfg.Token))
+	}
+	for tok, user := range cfg.Tokens {
+		if len(tok) < MinTokenBytes {
+			return fmt.Errorf("%w: the token of %s has %d", ErrWeakToken, user, len(tok))
+		}
+		if err := checkActor(user); err != nil {
+			return fmt.Errorf("coordctl: token user %q: %w", user, err)
+		}
+		if tok == cfg.Token {
+			return fmt.Errorf("coordctl: the token of %s is also the shared token", user)
+		}
+	}
+	return nil
 }
 
 // Handler returns the console's routes behind its guards.
@@ -102,16 +148,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /login", s.loginPage)
 	mux.HandleFunc("POST /login", s.login)
-	mux.HandleFunc("GET /{$}", s.page("overview", s.overview))
-	mux.HandleFunc("GET /sagas", s.page("sagas", s.sagaList))
-	mux.HandleFunc("GET /sagas/{id}", s.page("saga", s.sagaPage))
+	for _, p := range s.pages() {
+		if !p.Static {
+			mux.HandleFunc("GET "+p.Path, s.page(p.Name, p.Load))
+		}
+	}
 	mux.HandleFunc("POST /sagas/{id}/{action}", s.sagaAction)
-	mux.HandleFunc("GET /outbox", s.page("outbox", s.outboxPage))
 	mux.HandleFunc("POST /outbox/parked/{id}/{action}", s.parkedAction)
-	mux.HandleFunc("GET /leases", s.page("leases", s.leasesPage))
-	mux.HandleFunc("GET /members", s.page("members", s.membersPage))
-	mux.HandleFunc("GET /ownership", s.page("ownership", s.ownershipPage))
-	mux.HandleFunc("GET /audit", s.page("audit", s.auditPage))
+	mux.HandleFunc("POST /sagas/bulk/{step}", func(w http.ResponseWriter, r *http.Request) { s.bulk(w, r, "sagas") })
+	mux.HandleFunc("POST /outbox/bulk/{step}", func(w http.ResponseWriter, r *http.Request) { s.bulk(w, r, "outbox") })
 	mux.HandleFunc("GET /live", s.live)
 	s.mux = mux
 	cop := http.NewCrossOriginProtection()
@@ -133,8 +178,22 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		open := r.URL.Path == "/login" || r.URL.Path == "/healthz" || (len(r.URL.Path) > 8 && r.URL.Path[:8] == "/static/")
-		if _, ok := s.authenticated(r); !ok && !open {
-			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
+		if open {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tried := s.presentedCredentials(r)
+		if wait, blocked := s.fails.blocked(r); blocked && tried {
+			tooMany(w, wait)
+			return
+		}
+		if _, ok := s.authenticated(r); !ok {
+			if tried {
+				s.fails.fail(r)
+				s.log.Warn("coordctl: console authentication refused", "remote", r.RemoteAddr, "path", r.URL.Path)
+			}
+			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" && s.guarded() && s.cfg.ProxyHeader == "" &&
+				r.Header.Get("Authorization") == "" { // a browser: to the login form; a wrong bearer token: 401
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
 			}
@@ -164,7 +223,8 @@ func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
 	if s.tls {
 		scheme = "https"
 	}
-	s.log.Info("coordctl: console listening", "url", scheme+"://"+ln.Addr().String(), "token", s.cfg.Token != "", "mtls", s.cfg.ClientCAs != nil)
+	s.log.Info("coordctl: console listening", "url", scheme+"://"+ln.Addr().String(), "token", s.cfg.Token != "", "user_tokens", len(s.cfg.Tokens),
+		"mtls", s.cfg.ClientCAs != nil, "proxy_header", s.cfg.ProxyHeader)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

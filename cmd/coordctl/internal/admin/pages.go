@@ -1,0 +1,154 @@
+package admin
+
+import (
+	"context"
+
+	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/saga"
+)
+
+// Page sizes: the default, and the most a page may hold.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// SagaStates are the states a saga can be in, in the order views list them.
+var SagaStates = []string{"running", "compensating", "needs_human", "completed", "compensated"}
+
+// SagaPage is one page of sagas with what an operator needs around it: how
+// many match in all, how many are in each state (the filter's other criteria
+// applied), and where the next page starts.
+type SagaPage struct {
+	Sagas []Saga `json:"sagas"`
+	// Total counts the sagas the filter selects, over every page.
+	Total int64 `json:"total"`
+	// Counts has every state's count under the filter's type, age and search
+	// (its states aside): what each state filter would select.
+	Counts map[string]int64 `json:"counts"`
+	// Next is the After of the next page ("": this is the last).
+	Next string `json:"next,omitempty"`
+}
+
+// SagaPage reads one page of the sagas f selects (keyset: f.After is the
+// previous page's Next) and the counts per state, in two queries.
+func (a *Admin) SagaPage(ctx context.Context, f SagaFilter) (SagaPage, error) {
+	c, _, err := a.sagas(ctx)
+	if err != nil {
+		return SagaPage{}, err
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultPageSize
+	}
+	if f.Limit < 0 || f.Limit > MaxPageSize {
+		return SagaPage{}, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
+	}
+	opts := f.opts()
+	res, err := c.SagaList(ctx, opts)
+	if err != nil {
+		return SagaPage{}, err
+	}
+	all := *opts
+	all.States = nil
+	counts, err := c.SagaCount(ctx, &all)
+	if err != nil {
+		return SagaPage{}, err
+	}
+	p := SagaPage{Sagas: make([]Saga, 0, len(res.Sagas)), Counts: map[string]int64{}, Next: res.Next}
+	for _, s := range SagaStates {
+		p.Counts[s] = 0
+	}
+	for _, sc := range counts {
+		p.Counts[string(sc.State)] += sc.Count
+	}
+	for s, n := range p.Counts {
+		if len(f.States) == 0 || contains(f.States, s) {
+			p.Total += n
+		}
+	}
+	for _, i := range res.Sagas {
+		p.Sagas = append(p.Sagas, a.sagaOf(i, false))
+	}
+	return p, nil
+}
+
+func (f SagaFilter) opts() *saga.SagaListOpts {
+	o := &saga.SagaListOpts{Type: f.Type, OlderThan: f.OlderThan, Search: f.Search, After: f.After, Limit: f.Limit}
+	for _, s := range f.States {
+		o.States = append(o.States, saga.State(s))
+	}
+	return o
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ParkedFilter selects parked events: by key, topic or type, by a search (a
+// key prefix or text of the last error), a page at a time.
+type ParkedFilter struct {
+	Key, Topic, Type, Search string
+	After                    string // the previous page's Next
+	Limit                    int    // default DefaultPageSize
+}
+
+// IsZero reports whether f selects every parked event.
+func (f ParkedFilter) IsZero() bool {
+	return f.Key == "" && f.Topic == "" && f.Type == "" && f.Search == ""
+}
+
+func (f ParkedFilter) opts() *outbox.ParkedListOpts {
+	return &outbox.ParkedListOpts{Key: f.Key, Topic: f.Topic, Type: f.Type, Search: f.Search, After: f.After, Limit: f.Limit, MaxPayload: maxPayloadShown}
+}
+
+// ParkedPage is one page of parked events, how many the filter selects in all,
+// and the outbox's status (its backlog, lag and counts per state).
+type ParkedPage struct {
+	Events []ParkedEvent `json:"events"`
+	Total  int64         `json:"total"` // parked events the filter selects, over every page
+	// Counts are the outbox's events per state: pending (not yet published,
+	// parked keys' followers included) and parked (all of them, whatever the
+	// filter).
+	Counts map[string]int64 `json:"counts"`
+	Next   string           `json:"next,omitempty"`
+	Status OutboxStatus     `json:"status"`
+}
+
+// ParkedPage reads one page of the parked events f selects (keyset, in outbox
+// order), how many it selects in all and the outbox's status.
+func (a *Admin) ParkedPage(ctx context.Context, f ParkedFilter) (ParkedPage, error) {
+	pool, err := a.db(ctx)
+	if err != nil {
+		return ParkedPage{}, err
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultPageSize
+	}
+	if f.Limit < 0 || f.Limit > MaxPageSize {
+		return ParkedPage{}, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
+	}
+	res, err := a.ob.ParkedList(ctx, pool, f.opts())
+	if err != nil {
+		return ParkedPage{}, err
+	}
+	p := ParkedPage{Events: make([]ParkedEvent, 0, len(res.Events)), Next: res.Next}
+	for _, e := range res.Events {
+		p.Events = append(p.Events, parkedOf(e))
+	}
+	if p.Status, err = a.OutboxStatus(ctx); err != nil {
+		return ParkedPage{}, err
+	}
+	p.Counts = map[string]int64{"pending": p.Status.Pending, "parked": p.Status.Parked}
+	p.Total = p.Status.Parked
+	if !f.IsZero() {
+		if p.Total, err = a.ob.ParkedCount(ctx, pool, f.opts()); err != nil {
+			return ParkedPage{}, err
+		}
+	}
+	return p, nil
+}
