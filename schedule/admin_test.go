@@ -105,3 +105,40 @@ func TestOperatorVerbs(t *testing.T) {
 		t.Errorf("Pause without an actor: %v", err)
 	}
 }
+
+// TestVerbsJoinTheCallersTransaction: a verb's Tx variant commits or rolls
+// back with the caller's transaction, its audit row with it; JobGet reads one
+// job and says ErrNotFound for none.
+func TestVerbsJoinTheCallersTransaction(t *testing.T) {
+	e := newEnv(t)
+	r := e.start(t, Config{}, Job{Name: "report", Every: time.Hour, Handler: effect})
+	e.waitRegistered(t, "report")
+	a, ctx := r.s.Admin, testCtx(t)
+	for _, commit := range []bool{false, true} {
+		tx, err := e.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PauseTx(ctx, tx, "report", "erin", "in the caller's transaction"); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit(ctx)
+		} else {
+			err = tx.Rollback(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := a.JobGet(ctx, e.pool, "report")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Paused != commit || e.count(t, `SELECT count(*) FROM coord_schedule_audit WHERE verb = 'pause'`) != map[bool]int{false: 0, true: 1}[commit] {
+			t.Errorf("commit %t: paused %t, audit rows %d", commit, st.Paused, e.count(t, `SELECT count(*) FROM coord_schedule_audit`))
+		}
+	}
+	if _, err := a.JobGet(ctx, e.pool, "nope"); !errorsIs(err, ErrNotFound) {
+		t.Errorf("JobGet of an unknown job: %v", err)
+	}
+}
