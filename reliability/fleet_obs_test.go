@@ -1,0 +1,187 @@
+package reliability
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// What the fleet's worker processes logged (see reliability/internal/fleetworker).
+
+// fleetObs is one state delivered to a subscriber.
+type fleetObs struct {
+	ns      int64
+	rev     int64 // -1: the API gives none (naming/endpoints)
+	state   string
+	changes []fleetChange
+	init    bool // the state read at the start (Get), not one delivered
+}
+
+type fleetChange struct {
+	key string
+	rev int64
+	del bool
+}
+
+// fleetSub is one subscriber of one process.
+type fleetSub struct {
+	id     string // process/sub
+	rng    string
+	prefix bool
+	obs    []fleetObs
+}
+
+// fleetMetric is one M line: the watch plane's counters in one process.
+type fleetMetric struct {
+	ns                               int64
+	opens, relists, resyncs, up, sub int64
+}
+
+// fleetLog follows one worker's log file.
+type fleetLog struct {
+	proc    string
+	path    string
+	off     int64
+	partial []byte
+	subs    map[string]*fleetSub
+	order   []string
+	metrics []fleetMetric
+	errs    []string
+	bad     []string // lines that do not parse
+}
+
+func newFleetLog(proc, path string) *fleetLog {
+	return &fleetLog{proc: proc, path: path, subs: map[string]*fleetSub{}}
+}
+
+// read parses what was appended since the last read.
+func (l *fleetLog) read() error {
+	f, err := os.Open(l.path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(l.off, io.SeekStart); err != nil {
+		return err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	l.off += int64(len(b))
+	b = append(l.partial, b...)
+	last := bytes.LastIndexByte(b, '\n')
+	if last < 0 {
+		l.partial = b
+		return nil
+	}
+	l.partial = append([]byte(nil), b[last+1:]...)
+	for _, line := range strings.Split(string(b[:last]), "\n") {
+		l.parse(line)
+	}
+	return nil
+}
+
+func (l *fleetLog) parse(line string) {
+	f := strings.Fields(line)
+	bad := func() { l.bad = append(l.bad, line) }
+	if len(f) == 0 {
+		return
+	}
+	switch f[0] {
+	case "R":
+		if len(f) != 4 {
+			bad()
+			return
+		}
+		l.subs[f[1]] = &fleetSub{id: l.proc + "/" + f[1], rng: f[3], prefix: f[2] == "prefix"}
+		l.order = append(l.order, f[1])
+	case "S":
+		s := l.subs[f[1]]
+		if len(f) != 6 || s == nil {
+			bad()
+			return
+		}
+		ns, err1 := strconv.ParseInt(f[2], 10, 64)
+		rev, err2 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil {
+			bad()
+			return
+		}
+		o := fleetObs{ns: ns, rev: rev, state: f[4], init: f[5] == "init"}
+		if f[5] != "-" && !o.init {
+			for _, c := range strings.Split(f[5], ",") {
+				at := strings.LastIndexByte(c, '@')
+				if at < 0 {
+					bad()
+					return
+				}
+				ch := fleetChange{key: c[:at]}
+				num := c[at+1:]
+				if ch.del = strings.HasSuffix(num, "!"); ch.del {
+					num = num[:len(num)-1]
+				}
+				if ch.rev, err1 = strconv.ParseInt(num, 10, 64); err1 != nil {
+					bad()
+					return
+				}
+				o.changes = append(o.changes, ch)
+			}
+		}
+		s.obs = append(s.obs, o)
+	case "M":
+		var v [6]int64
+		if len(f) != 7 {
+			bad()
+			return
+		}
+		for i := range v {
+			n, err := strconv.ParseInt(f[i+1], 10, 64)
+			if err != nil {
+				bad()
+				return
+			}
+			v[i] = n
+		}
+		l.metrics = append(l.metrics, fleetMetric{v[0], v[1], v[2], v[3], v[4], v[5]})
+	case "E":
+		l.errs = append(l.errs, line)
+	default:
+		bad()
+	}
+}
+
+// metricAt returns the last M line at or before ns (zero before the first).
+func (l *fleetLog) metricAt(ns int64) fleetMetric {
+	var m fleetMetric
+	for _, x := range l.metrics {
+		if x.ns > ns {
+			break
+		}
+		m = x
+	}
+	return m
+}
+
+// fleetStateHash is the worker's stateHash (fleetworker/main.go): the member
+// count and an FNV-1a hash of the sorted instance=addr lines.
+func fleetStateHash(members map[string]string) string {
+	lines := make([]string, 0, len(members))
+	for inst, addr := range members {
+		lines = append(lines, inst+"="+addr+"\n")
+	}
+	slices.Sort(lines)
+	h := fnv.New64a()
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	return fmt.Sprintf("%d:%x", len(members), h.Sum64())
+}
