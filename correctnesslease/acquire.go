@@ -96,8 +96,13 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 	}
 	defer context.AfterFunc(l.ctx, qcancel)()
 
-	resp, err := l.queue(qctx)
-	if err != nil {
+	var q queued
+	if wait {
+		q = l.queueBatched(qctx)
+	} else {
+		q = s.queue(qctx, []*Lease{l})[0]
+	}
+	if err := q.err; err != nil {
 		var stale *staleKeyError
 		if errors.As(err, &stale) {
 			// A key of this session that no live Lease owns (someone wrote
@@ -129,8 +134,8 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 		}
 		return nil, fmt.Errorf("correctnesslease: acquire %s: queue: %w", prefix, err)
 	}
-	l.rev = resp.Header.Revision
-	kvs := resp.Responses[1].GetResponseRange().Kvs
+	l.rev = q.rev
+	kvs := q.kvs
 	var pred string
 	if len(kvs) == 2 {
 		pred = string(kvs[1].Key)
@@ -147,7 +152,7 @@ func acquire(ctx context.Context, s *Session, name string, wait, retryStale bool
 		l.cleanup()
 		return nil, fmt.Errorf("%w: %s (%s is ahead)", ErrHeld, prefix, pred)
 	}
-	rev := resp.Header.Revision
+	rev := q.rev
 	for pred != "" {
 		pred, rev, err = l.waitFor(pred, rev)
 		if err != nil {

@@ -118,7 +118,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.lose(coord.LossReleased, nil)
 	ctx, span := l.s.in.tracer.Start(ctx, "correctnesslease.Release")
 	defer span.End()
-	if err := l.deleteKey(ctx); err != nil {
+	if err := l.deleteBatched(ctx); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		r.err = fmt.Errorf("correctnesslease: release %s: %w", l.prefix, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
@@ -31,51 +32,89 @@ func (e *staleKeyError) Error() string {
 	return "stale key at revision " + strconv.FormatInt(e.rev, 10)
 }
 
-// queue puts the lease's key, in one transaction that also reads the newest two
-// keys under the prefix: ours (just created, so the newest) and our predecessor,
-// if any. The transaction applies only if the key does not exist and the
-// session's guard (the mod revision of its member key) is unchanged: a fence
+// queued is the outcome of one queue transaction for one lease: the
+// transaction's revision (the key's create revision: the token) and the newest
+// two keys under the prefix, ours first.
+type queued struct {
+	rev int64
+	kvs []*mvccpb.KeyValue
+	err error
+}
+
+// queue puts the leases' keys in one transaction that also reads, for each, the
+// newest two keys under its prefix: its own (just created, so the newest) and
+// its predecessor, if any. The transaction applies only if no key exists and
+// the session's guard (the mod revision of its member key) is unchanged: a fence
 // (fenceUnknown) moves the guard, so a queue transaction still in flight when it
-// lands can never apply after it. It returns a *staleKeyError when the key
-// exists, a *coord.AuthorityLostError when the session's member key is gone, and
-// the RPC's error when there was no answer (the outcome is then unknown).
-func (l *Lease) queue(ctx context.Context) (*clientv3.TxnResponse, error) {
-	s := l.s
-	for {
+// lands can never apply after it. When it does not apply, leases whose key
+// exists get a *staleKeyError, and the others are queued again at once (only
+// the guard moved, or a stale key held them back). A lease gets a
+// *coord.AuthorityLostError when the session's member key or lease is gone,
+// and the RPC's error when there was no answer (the outcome is then unknown).
+// The results come in the order of ls; ctx bounds every attempt.
+func (s *Session) queue(ctx context.Context, ls []*Lease) []queued {
+	out := make([]queued, len(ls))
+	todo := make([]int, len(ls))
+	for i := range ls {
+		todo[i] = i
+	}
+	lost := func(i int, reason coord.LossReason, cause error) {
+		out[i].err = &coord.AuthorityLostError{Lease: ls[i].prefix, Reason: reason, Err: cause}
+	}
+	for len(todo) > 0 {
 		guard := s.guard.Load()
-		resp, err := s.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0),
-				clientv3.Compare(clientv3.ModRevision(s.member), "=", guard)).
-			Then(
-				clientv3.OpPut(l.key, "", clientv3.WithLease(s.id)),
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.member), "=", guard)}
+		var thens, elses []clientv3.Op
+		for _, i := range todo {
+			l := ls[i]
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0))
+			thens = append(thens, clientv3.OpPut(l.key, "", clientv3.WithLease(s.id)),
 				clientv3.OpGet(l.prefix+"/", clientv3.WithPrefix(),
-					clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)),
-			).
-			Else(clientv3.OpGet(l.key), clientv3.OpGet(s.member)).
-			Commit()
+					clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(2)))
+			elses = append(elses, clientv3.OpGet(l.key))
+		}
+		resp, err := s.cli.Txn(ctx).If(cmps...).Then(thens...).Else(append(elses, clientv3.OpGet(s.member))...).Commit()
 		if err != nil {
-			if isLeaseGone(err) { // a definite answer: nothing was written
-				s.lose(coord.LossSessionExpired, err)
-				return nil, &coord.AuthorityLostError{Lease: l.prefix, Reason: coord.LossSessionExpired, Err: err}
+			for _, i := range todo {
+				if isLeaseGone(err) { // a definite answer: nothing was written
+					lost(i, coord.LossSessionExpired, err)
+				} else {
+					out[i].err = err
+				}
 			}
-			return nil, err
+			if isLeaseGone(err) {
+				s.lose(coord.LossSessionExpired, err)
+			}
+			return out
 		}
 		if resp.Succeeded {
-			return resp, nil
+			for j, i := range todo {
+				out[i] = queued{rev: resp.Header.Revision, kvs: resp.Responses[2*j+1].GetResponseRange().Kvs}
+			}
+			return out
 		}
-		key, member := resp.Responses[0].GetResponseRange().Kvs, resp.Responses[1].GetResponseRange().Kvs
+		member := resp.Responses[len(todo)].GetResponseRange().Kvs
 		if len(member) == 0 {
 			reason := s.keyGone(ctx)
 			cause := errors.New("session key " + s.member + " is gone")
 			s.lose(reason, cause)
-			return nil, &coord.AuthorityLostError{Lease: l.prefix, Reason: reason, Err: cause}
+			for _, i := range todo {
+				lost(i, reason, cause)
+			}
+			return out
 		}
 		s.raiseGuard(member[0].ModRevision)
-		if len(key) > 0 {
-			return nil, &staleKeyError{rev: key[0].CreateRevision}
+		var again []int
+		for j, i := range todo {
+			if key := resp.Responses[j].GetResponseRange().Kvs; len(key) > 0 {
+				out[i].err = &staleKeyError{rev: key[0].CreateRevision}
+			} else {
+				again = append(again, i)
+			}
 		}
-		// Only the guard moved (another Acquire's fence): queue again.
+		todo = again
 	}
+	return out
 }
 
 // fenceUnknown settles a queue transaction that got no answer (cause): one

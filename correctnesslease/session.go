@@ -38,6 +38,10 @@ type Session struct {
 	// flight (see Lease.fenceUnknown).
 	guard atomic.Int64
 	in    *instruments
+	// queues and deletes commit the queue transactions of concurrent Acquires
+	// and the guarded deletes of concurrent Releases together.
+	queues  *groupCommit[*Lease, queued]
+	deletes *groupCommit[*Lease, error]
 
 	done          chan struct{}      // closed when authority is lost
 	stopCtx       context.Context    // cancelled by Close: ends the renewal loop and watchers
@@ -123,7 +127,7 @@ func NewSession(ctx context.Context, cli *clientv3.Client, cfg Config) (*Session
 
 // newSessionState builds a session without any RPC; start begins its renewal.
 func newSessionState(cli *clientv3.Client, cfg Config) *Session {
-	return &Session{
+	s := &Session{
 		cli:    cli,
 		cfg:    cfg,
 		in:     newInstruments(cfg),
@@ -131,6 +135,9 @@ func newSessionState(cli *clientv3.Client, cfg Config) *Session {
 		leases: map[*Lease]struct{}{},
 		keys:   map[string]*Lease{},
 	}
+	s.queues = &groupCommit[*Lease, queued]{s: s, send: s.queue}
+	s.deletes = &groupCommit[*Lease, error]{s: s, send: s.deleteKeys}
+	return s
 }
 
 // start begins the renewal loop; granted is when the lease grant was sent.
