@@ -2,6 +2,7 @@ package coord
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 )
@@ -197,4 +198,38 @@ func (r *rates) bucket(tenant string, rate float64, burst int, now time.Time) *b
 func (r *rates) drop(e *list.Element) {
 	r.recent.Remove(e)
 	delete(r.buckets, e.Value.(*bucket).tenant)
+}
+
+// WaitWrite charges writes write operations to the tenant owning key like
+// AllowWrite, but paces instead of refusing: while the tenant's rate is
+// exhausted it blocks on the Quotas' clock until enough tokens have refilled,
+// so a burst of writes (a member acquiring many partitions) stays within the
+// tenant's rate. It returns the number of times it had to wait, ctx's cause when
+// ctx ends first, and a *NameError for a key outside the tenant layout.
+func (q *Quotas) WaitWrite(ctx context.Context, key string, writes int) (waited int, err error) {
+	tenant, ok := TenantOf(key)
+	if !ok {
+		return 0, &NameError{Field: "key", Value: truncate(key), Reason: "outside /tenants/{tenant}/"}
+	}
+	for {
+		l := q.limits(tenant)
+		need := float64(min(writes, l.Burst)) // more than a burst can never be granted at once
+		now := q.clock.Now()
+		q.mu.Lock()
+		if q.writes.take(tenant, need, l.WritesPerSecond, l.Burst, now) {
+			q.mu.Unlock()
+			return waited, nil
+		}
+		b := q.writes.bucket(tenant, l.WritesPerSecond, l.Burst, now)
+		wait := time.Duration((need - b.tokens) / l.WritesPerSecond * float64(time.Second))
+		q.mu.Unlock()
+		waited++
+		t := q.clock.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return waited, context.Cause(ctx)
+		case <-t.C():
+		}
+	}
 }

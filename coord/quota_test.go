@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -16,8 +17,16 @@ type stepClock struct {
 }
 
 func (c *stepClock) Now() time.Time                 { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *stepClock) NewTimer(d time.Duration) Timer { panic("unused") }
-func (c *stepClock) advance(d time.Duration)        { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+func (c *stepClock) NewTimer(d time.Duration) Timer { return neverTimer{} }
+
+// neverTimer never fires: the step clock moves only when a test advances it.
+type neverTimer struct{}
+
+func (neverTimer) C() <-chan time.Time      { return nil }
+func (neverTimer) Stop() bool               { return true }
+func (neverTimer) Reset(time.Duration) bool { return true }
+
+func (c *stepClock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 func TestQuotaValueSize(t *testing.T) {
 	q := NewQuotas(QuotaConfig{})
@@ -183,5 +192,30 @@ func TestQuotaReconnectBudget(t *testing.T) {
 	}
 	if _, err := q.AllowReconnect("/tenants/b/members/"); err != nil {
 		t.Fatalf("tenant b paced by a: %v", err)
+	}
+}
+
+func TestQuotaWaitWritePaces(t *testing.T) {
+	c := &stepClock{now: time.Unix(0, 0)}
+	q := NewQuotas(QuotaConfig{Clock: c, Default: Limits{WritesPerSecond: 10}})
+	ctx := context.Background()
+	for range 10 { // the burst
+		if n, err := q.WaitWrite(ctx, "/tenants/a/elections/x", 1); err != nil || n != 0 {
+			t.Fatalf("within the burst: waited %d, %v", n, err)
+		}
+	}
+	// The next write must wait for a token: the step clock does not move by
+	// itself, so WaitWrite blocks until ctx ends.
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if n, err := q.WaitWrite(short, "/tenants/a/elections/x", 1); !errors.Is(err, context.Canceled) || n != 1 {
+		t.Fatalf("over the rate with ctx ended: waited %d, %v", n, err)
+	}
+	c.advance(100 * time.Millisecond) // one token at 10/s
+	if n, err := q.WaitWrite(ctx, "/tenants/a/elections/x", 1); err != nil || n != 0 {
+		t.Fatalf("after a token refilled: waited %d, %v", n, err)
+	}
+	if _, err := q.WaitWrite(ctx, "/elsewhere", 1); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("outside the layout: %v", err)
 	}
 }
