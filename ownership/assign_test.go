@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // TestAssignBoundAndStability is the property test of the assignment: over
@@ -166,4 +168,45 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// TestTargetWithinTheValueQuota: a target of 65,536 partitions over 100
+// members is stored as a head and chunks, each at most 64 KiB (RFC MUST 7; the
+// one-key form was 174,833 bytes), and reads back equal; a small target stays
+// one key (older members read it); a chunk of another revision is malformed.
+func TestTargetWithinTheValueQuota(t *testing.T) {
+	members := make([]string, 100)
+	for i := range members {
+		members[i] = fmt.Sprintf("%016x", 0x7f0000000000+i)
+	}
+	for _, p := range []int{1000, MaxPartitions} {
+		owners := assign(make([]string, p), members)
+		ops, err := targetOps("/tenants/t/ownership/g/target", owners)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kvs []*mvccpb.KeyValue
+		for _, op := range ops {
+			if n := len(op.ValueBytes()); n > maxTargetValue {
+				t.Fatalf("P=%d: %s holds %d bytes, over %d", p, op.KeyBytes(), n, maxTargetValue)
+			}
+			kvs = append(kvs, &mvccpb.KeyValue{Key: op.KeyBytes(), Value: op.ValueBytes(), ModRevision: 7})
+		}
+		if p == 1000 && len(ops) != 1 {
+			t.Fatalf("P=1000: %d keys, want the one-key form", len(ops))
+		}
+		if p == MaxPartitions && len(ops) != 5 {
+			t.Fatalf("P=%d: %d keys, want a head and 4 chunks", p, len(ops))
+		}
+		got, rev, found, err := readTarget(kvs, "/tenants/t/ownership/g/target")
+		if err != nil || !found || rev != 7 || !slices.Equal(got.Owners, owners) {
+			t.Fatalf("P=%d: read back found=%v rev=%d err=%v, equal=%v", p, found, rev, err, slices.Equal(got.Owners, owners))
+		}
+		if len(kvs) > 1 {
+			kvs[2].ModRevision = 6 // a chunk of an older write
+			if _, _, _, err := readTarget(kvs, "/tenants/t/ownership/g/target"); err == nil {
+				t.Fatalf("P=%d: a chunk of another revision was accepted", p)
+			}
+		}
+	}
 }

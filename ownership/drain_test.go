@@ -72,3 +72,45 @@ func TestLeaveDeadline(t *testing.T) {
 		t.Fatalf("revokes %v, want one leave", rev)
 	}
 }
+
+// TestRevokedPartitionIsNotValidWhileDraining: a revoked partition whose owner
+// has not called Done keeps its key (and its lease is still valid: the owner
+// still blocks the next one) — but Valid is false from the revoke on, so the
+// draining owner no longer serves reads as the owner. (Valid ignoring the
+// partition's own context passed every other test.)
+func TestRevokedPartitionIsNotValidWhileDraining(t *testing.T) {
+	const p = 2
+	cli := coordtest.Etcd(t).Client(t)
+	tenant := testTenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
+	a.noAck.Store(true)
+	b := join(t, g, cli, tenant, 0)
+	var revoked *ownership.Partition
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "a partition revoked on a when b joins", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, ev := range a.events {
+			if ev.Kind == ownership.Revoked {
+				revoked = ev.Partition
+				return true
+			}
+		}
+		return false
+	})
+	for _, q := range b.m.Owned() {
+		if q.ID() == revoked.ID() {
+			t.Fatalf("partition %d already acquired by b: a is not draining it", q.ID())
+		}
+	}
+	if keys(t, cli, revoked.Token().Lease()+"/") == 0 {
+		t.Fatalf("partition %d's key is gone: a is not draining it", revoked.ID())
+	}
+	if revoked.Valid() {
+		t.Fatalf("partition %d reports Valid while revoked and draining", revoked.ID())
+	}
+}

@@ -2,10 +2,12 @@ package ownership
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
@@ -31,7 +33,8 @@ func (m *Member) run(rev int64) {
 	attempt := 0
 	k := m.g.keys
 	members, mok := m.subscribe(watchplane.Spec{Key: k.memberPrefix(), Prefix: true, From: rev + 1, Backoff: backoff})
-	target, tok := m.subscribe(watchplane.Spec{Key: k.target, From: rev + 1, Backoff: backoff})
+	target, tok := m.subscribe(watchplane.Spec{Key: k.target, Prefix: true, From: rev + 1, Backoff: backoff})
+	tkvs := map[string]*mvccpb.KeyValue{} // the target's keys (head and chunks) as followed
 	partitions, pok := m.subscribe(watchplane.Spec{Key: k.partitions, Prefix: true, From: rev + 1, Backoff: backoff})
 	if !mok || !tok || !pok {
 		m.stop()
@@ -68,18 +71,22 @@ func (m *Member) run(rev int64) {
 			drain(target, func(u watchplane.Update) {
 				if u.Resync {
 					recompute = true
-					if len(u.KVs) == 0 {
-						m.seeTarget(nil, 0, true)
-					} else {
-						m.seeTarget(u.KVs[0].Value, u.KVs[0].ModRevision, false)
+					clear(tkvs)
+					for _, kv := range u.KVs {
+						tkvs[string(kv.Key)] = kv
 					}
 				}
 				for _, ev := range u.Events {
-					if !m.seeTarget(ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete) {
-						recompute = true
+					if ev.Type == clientv3.EventTypeDelete {
+						delete(tkvs, string(ev.Kv.Key))
+					} else {
+						tkvs[string(ev.Kv.Key)] = ev.Kv
 					}
 				}
 			})
+			if !m.seeTarget(slices.Collect(maps.Values(tkvs))) {
+				recompute = true
+			}
 			if !recompute {
 				continue
 			}
@@ -150,7 +157,7 @@ func (m *Member) seePartitionKey(key string) {
 // linearizable transaction) and applies the target.
 func (m *Member) readState(ctx context.Context) ([]string, target, error) {
 	k := m.g.keys
-	resp, err := m.g.cli.Txn(ctx).Then(clientv3.OpGet(k.memberPrefix(), clientv3.WithPrefix()), clientv3.OpGet(k.target)).Commit()
+	resp, err := m.g.cli.Txn(ctx).Then(clientv3.OpGet(k.memberPrefix(), clientv3.WithPrefix()), clientv3.OpGet(k.target, clientv3.WithPrefix())).Commit()
 	if err != nil {
 		return nil, target{}, etcderr.Classify(err)
 	}
@@ -163,33 +170,36 @@ func (m *Member) readState(ctx context.Context) ([]string, target, error) {
 			}
 		}
 	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
-		m.seeTarget(kvs[0].Value, kvs[0].ModRevision, false)
-	} else {
-		m.seeTarget(nil, 0, true)
-	}
+	m.seeTarget(resp.Responses[1].GetResponseRange().Kvs)
 	m.mu.Lock()
 	t := m.target
 	m.mu.Unlock()
 	return ids, t, nil
 }
 
-// seeTarget records a target read from etcd, unless an equal or newer one is
-// known already (our own write's watch event comes after its response). It
-// reports false when the target is gone or malformed: it must be rewritten.
-func (m *Member) seeTarget(value []byte, modRev int64, deleted bool) bool {
+// seeTarget records the target read from etcd (its keys: the head and any
+// chunks), unless an equal or newer one is known already (our own write's watch
+// event comes after its response). It reports false when the target is gone or
+// malformed: it must be rewritten.
+func (m *Member) seeTarget(kvs []*mvccpb.KeyValue) bool {
+	t, rev, found, err := readTarget(kvs, m.g.keys.target)
+	return m.applyTarget(t, rev, found, err)
+}
+
+// applyTarget is seeTarget for a target already decoded.
+func (m *Member) applyTarget(t target, rev int64, found bool, err error) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !deleted && modRev <= m.target.Revision {
+	if found && rev <= m.target.Revision {
 		return true
 	}
 	ok := true
-	switch t, err := decodeTarget(value, modRev); {
-	case deleted:
+	switch {
+	case !found:
 		m.target, ok = target{}, false
 	case err != nil:
 		m.log.Warn("ownership: malformed target; it will be rewritten", "err", err)
-		m.target, ok = target{Revision: modRev}, false
+		m.target, ok = target{Revision: rev}, false
 	default:
 		m.target = t
 	}
@@ -252,25 +262,27 @@ func (m *Member) evaluate() bool {
 	return true
 }
 
-// writeTarget writes next if the target key is still at prev's revision. It
-// reports whether it wrote; on a lost race it applies the winner's target.
+// writeTarget writes next if the target key is still at prev's revision (one
+// key, or a head and its chunks past the value quota: one transaction), paced
+// by the tenant's write quota. It reports whether it wrote; on a lost race it
+// applies the winner's target.
 func (m *Member) writeTarget(ctx context.Context, prev target, next []string) (bool, error) {
-	b, err := encodeTarget(next)
+	k := m.g.keys
+	ops, err := targetOps(k.target, next)
 	if err != nil {
 		return false, err
 	}
-	resp, err := m.g.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(m.g.keys.target), "=", prev.Revision)).
-		Then(clientv3.OpPut(m.g.keys.target, string(b))).
-		Else(clientv3.OpGet(m.g.keys.target)).Commit()
+	if err := m.paceWrites(ctx, len(ops)); err != nil {
+		return false, err
+	}
+	resp, err := m.g.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k.target), "=", prev.Revision)).
+		Then(ops...).
+		Else(clientv3.OpGet(k.target, clientv3.WithPrefix())).Commit()
 	if err != nil {
 		return false, etcderr.Classify(err)
 	}
 	if !resp.Succeeded {
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-			m.seeTarget(kvs[0].Value, kvs[0].ModRevision, false)
-		} else {
-			m.seeTarget(nil, 0, true)
-		}
+		m.seeTarget(resp.Responses[0].GetResponseRange().Kvs)
 		return false, nil
 	}
 	m.in.wroteTarget()
@@ -278,7 +290,7 @@ func (m *Member) writeTarget(ctx context.Context, prev target, next []string) (b
 	if prev.Owners != nil {
 		moved = moves(prev.Owners, next)
 	}
-	m.log.Info("ownership: target written", "revision", resp.Header.Revision, "moves", moved)
-	m.seeTarget(b, resp.Header.Revision, false)
+	m.log.Info("ownership: target written", "revision", resp.Header.Revision, "moves", moved, "keys", len(ops))
+	m.applyTarget(target{Partitions: len(next), Owners: next, Revision: resp.Header.Revision}, resp.Header.Revision, true, nil)
 	return true, nil
 }

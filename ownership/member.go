@@ -107,7 +107,7 @@ func (g *Group) Join(ctx context.Context, s *correctnesslease.Session, meta map[
 	}()
 
 	resp, err := g.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, value, clientv3.WithLease(s.LeaseID())), clientv3.OpGet(g.keys.target)).
+		Then(clientv3.OpPut(key, value, clientv3.WithLease(s.LeaseID())), clientv3.OpGet(g.keys.target, clientv3.WithPrefix())).
 		Commit()
 	if err != nil {
 		return nil, fmt.Errorf("ownership: join %s: %w", g.cfg.Group, etcderr.Classify(err))
@@ -127,12 +127,11 @@ func (g *Group) Join(ctx context.Context, s *correctnesslease.Session, meta map[
 		releases: make(chan struct{}, maxConcurrentReleases),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
-		t, derr := decodeTarget(kvs[0].Value, kvs[0].ModRevision)
+	if t, rev, found, derr := readTarget(resp.Responses[1].GetResponseRange().Kvs, g.keys.target); found {
 		switch {
 		case derr != nil:
 			m.log.Warn("ownership: malformed target; it will be rewritten", "err", derr)
-			m.target = target{Revision: kvs[0].ModRevision}
+			m.target = target{Revision: rev}
 		case t.Partitions != g.cfg.Partitions:
 			m.cancel()
 			m.deleteKey(ctx)

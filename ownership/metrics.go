@@ -21,6 +21,7 @@ const (
 	metricMoves           = "coordkit.ownership.moves"            // counter: partitions given up, attr reason
 	metricHandoffDuration = "coordkit.ownership.handoff.duration" // histogram: assigned → held
 	metricTargetWrites    = "coordkit.ownership.target_writes"    // counter: 0 in steady state
+	metricQuotaDelayed    = "coordkit.ownership.quota_delayed"    // counter: writes delayed by the tenant's write quota
 
 	attrGroup  = "coordkit.ownership.group"
 	attrMember = "coordkit.ownership.member"
@@ -35,6 +36,7 @@ type instruments struct {
 	moves   metric.Int64Counter
 	handoff metric.Float64Histogram
 	writes  metric.Int64Counter
+	waits   metric.Int64Counter
 	unreg   metric.Registration
 }
 
@@ -49,7 +51,7 @@ func newInstruments(cfg Config, member string, counts func() (int, int)) *instru
 	}
 	// Instrument constructors return a usable no-op instrument alongside any
 	// error, so errors are only logged.
-	var errs [6]error
+	var errs [7]error
 	in.owned, errs[0] = m.Int64ObservableGauge(metricOwned, metric.WithUnit("{partition}"),
 		metric.WithDescription("partitions this member holds"))
 	in.unowned, errs[1] = m.Int64ObservableGauge(metricUnowned, metric.WithUnit("{partition}"),
@@ -61,6 +63,8 @@ func newInstruments(cfg Config, member string, counts func() (int, int)) *instru
 		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
 	in.writes, errs[4] = m.Int64Counter(metricTargetWrites, metric.WithUnit("{write}"),
 		metric.WithDescription("assignment targets written by this member (zero in steady state)"))
+	in.waits, errs[6] = m.Int64Counter(metricQuotaDelayed, metric.WithUnit("{write}"),
+		metric.WithDescription("this member's etcd writes (queueing for a partition, releasing one, the target) that waited for the tenant's write quota: a group larger than the quota paces itself"))
 	in.unreg, errs[5] = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		owned, pending := counts()
 		o.ObserveInt64(in.owned, int64(owned), metric.WithAttributeSet(in.attrs))
@@ -86,6 +90,10 @@ func (in *instruments) acquired(d time.Duration) {
 
 func (in *instruments) wroteTarget() {
 	in.writes.Add(context.Background(), 1, metric.WithAttributeSet(in.attrs))
+}
+
+func (in *instruments) quotaDelayed(n int) {
+	in.waits.Add(context.Background(), int64(n), metric.WithAttributeSet(in.attrs))
 }
 
 func (in *instruments) close() {

@@ -94,7 +94,7 @@ func Snapshot(ctx context.Context, cli *clientv3.Client, tenant, group string) (
 func snapshot(ctx context.Context, cli *clientv3.Client, k keys) (Map, error) {
 	resp, err := cli.Txn(ctx).Then(
 		clientv3.OpGet(k.memberPrefix(), clientv3.WithPrefix()),
-		clientv3.OpGet(k.target),
+		clientv3.OpGet(k.target, clientv3.WithPrefix()),
 		clientv3.OpGet(k.partitions, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
 	).Commit()
 	if err != nil {
@@ -110,10 +110,10 @@ func snapshot(ctx context.Context, cli *clientv3.Client, k keys) (Map, error) {
 		}
 		m.Members = append(m.Members, mi)
 	}
-	var t target
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
-		m.TargetRevision = kvs[0].ModRevision
-		if t, err = decodeTarget(kvs[0].Value, kvs[0].ModRevision); err != nil {
+	t, rev, found, err := readTarget(resp.Responses[1].GetResponseRange().Kvs, k.target)
+	if found {
+		m.TargetRevision = rev
+		if err != nil {
 			return Map{}, fmt.Errorf("ownership: snapshot %s: %w", k.group, err)
 		}
 	}
@@ -155,7 +155,7 @@ func Observe(ctx context.Context, cli *clientv3.Client, tenant, group string) (<
 	plane := watchplane.For(cli, nil)
 	var subs []*watchplane.Sub
 	for _, spec := range []watchplane.Spec{
-		{Key: k.memberPrefix(), Prefix: true}, {Key: k.target}, {Key: k.partitions, Prefix: true},
+		{Key: k.memberPrefix(), Prefix: true}, {Key: k.target, Prefix: true}, {Key: k.partitions, Prefix: true},
 	} {
 		spec.From = first.Revision + 1
 		sub, err := plane.Subscribe(spec)

@@ -139,6 +139,10 @@ func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
 		if !m.acquireSlot(sl.actx) {
 			return nil
 		}
+		if m.paceWrites(sl.actx, 1) != nil { // the queue put
+			m.releaseSlot()
+			return nil
+		}
 		ch := make(chan result, 1)
 		go func() {
 			l, err := correctnesslease.Acquire(sl.actx, m.s, name)
@@ -170,6 +174,17 @@ func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
 			return nil
 		}
 	}
+}
+
+// paceWrites waits until the tenant's write quota allows n more writes
+// (Config.Quotas), counting the writes it delayed. It returns ctx's cause when
+// ctx ends first.
+func (m *Member) paceWrites(ctx context.Context, n int) error {
+	waited, err := m.g.cfg.Quotas.WaitWrite(ctx, m.g.keys.target, n)
+	if waited > 0 {
+		m.in.quotaDelayed(n)
+	}
+	return err
 }
 
 // maxConcurrentReleases bounds the releases (single guarded deletes) a member
@@ -224,7 +239,9 @@ func (m *Member) release(l *correctnesslease.Lease) {
 		var err error
 		select {
 		case m.releases <- struct{}{}:
-			err = l.Release(ctx)
+			if err = m.paceWrites(ctx, 1); err == nil { // the delete
+				err = l.Release(ctx)
+			}
 			<-m.releases
 		case <-ctx.Done():
 			err = context.Cause(ctx)

@@ -7,6 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // target is the assignment stored at the group's target key: the owner member
@@ -70,4 +74,107 @@ func decodeTarget(b []byte, rev int64) (target, error) {
 		}
 	}
 	return t, nil
+}
+
+// A target whose one-key form would exceed the tenant's value quota (RFC MUST
+// 7: 64 KiB per value; from about 24,000 partitions) is stored in chunks: the
+// head at the target key, {"v":2,"partitions":P,"members":[ids],"chunk":C,
+// "chunks":n}, and chunk i at target/i holding base64(uint16 LE owners) of
+// partitions [i·C, (i+1)·C). All are written in one transaction, so every chunk
+// carries the head's mod revision; a chunk of another revision (or missing) makes
+// the target malformed, to be rewritten. 65,536 partitions: a head and four
+// chunks of 43 KiB.
+const targetChunk = 16384
+
+// maxTargetValue is the largest value a target key may hold (the RFC's value
+// quota).
+const maxTargetValue = 64 << 10
+
+type wireHead struct {
+	V          int      `json:"v"`
+	Partitions int      `json:"partitions"`
+	Members    []string `json:"members"`
+	Chunk      int      `json:"chunk"`
+	Chunks     int      `json:"chunks"`
+}
+
+// chunkKey is the key of chunk i of the target at head.
+func chunkKey(head string, i int) string { return head + "/" + strconv.Itoa(i) }
+
+// targetOps returns the puts that store owners at head: one key when it fits
+// the value quota, else the head and its chunks.
+func targetOps(head string, owners []string) ([]clientv3.Op, error) {
+	b, err := encodeTarget(owners)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) <= maxTargetValue {
+		return []clientv3.Op{clientv3.OpPut(head, string(b))}, nil
+	}
+	var w wireTarget
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, err
+	}
+	raw, _ := base64.StdEncoding.DecodeString(w.Owners)
+	n := (len(owners) + targetChunk - 1) / targetChunk
+	hb, err := json.Marshal(wireHead{V: 2, Partitions: len(owners), Members: w.Members, Chunk: targetChunk, Chunks: n})
+	if err != nil {
+		return nil, err
+	}
+	if len(hb) > maxTargetValue {
+		return nil, fmt.Errorf("ownership: target head of %d members is %d bytes, over the %d-byte value quota", len(w.Members), len(hb), maxTargetValue)
+	}
+	ops := []clientv3.Op{clientv3.OpPut(head, string(hb))}
+	for i := range n {
+		part := raw[2*i*targetChunk : 2*min(len(owners), (i+1)*targetChunk)]
+		ops = append(ops, clientv3.OpPut(chunkKey(head, i), base64.StdEncoding.EncodeToString(part)))
+	}
+	return ops, nil
+}
+
+// readTarget assembles the target at head from the keys read under it (the head
+// and its chunks, in any order). found is false when there is no head; rev is
+// the head's mod revision (also when the target is malformed).
+func readTarget(kvs []*mvccpb.KeyValue, head string) (t target, rev int64, found bool, err error) {
+	byKey := make(map[string]*mvccpb.KeyValue, len(kvs))
+	for _, kv := range kvs {
+		byKey[string(kv.Key)] = kv
+	}
+	h := byKey[head]
+	if h == nil {
+		return target{}, 0, false, nil
+	}
+	rev = h.ModRevision
+	var v struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(h.Value, &v); err != nil || v.V != 2 {
+		t, err := decodeTarget(h.Value, rev)
+		return t, rev, true, err
+	}
+	var w wireHead
+	if err := json.Unmarshal(h.Value, &w); err != nil {
+		return target{}, rev, true, fmt.Errorf("ownership: malformed target head: %w", err)
+	}
+	if w.Partitions < 1 || w.Partitions > MaxPartitions || w.Chunk < 1 || w.Chunks != (w.Partitions+w.Chunk-1)/w.Chunk {
+		return target{}, rev, true, fmt.Errorf("ownership: malformed target head (%d partitions, chunk %d, %d chunks)", w.Partitions, w.Chunk, w.Chunks)
+	}
+	raw := make([]byte, 0, 2*w.Partitions)
+	for i := range w.Chunks {
+		c := byKey[chunkKey(head, i)]
+		if c == nil || c.ModRevision != rev {
+			return target{}, rev, true, fmt.Errorf("ownership: malformed target: chunk %d missing or of another revision", i)
+		}
+		part, err := base64.StdEncoding.DecodeString(string(c.Value))
+		if err != nil {
+			return target{}, rev, true, fmt.Errorf("ownership: malformed target chunk %d: %w", i, err)
+		}
+		raw = append(raw, part...)
+	}
+	b, err := json.Marshal(wireTarget{V: 1, Partitions: w.Partitions, Members: w.Members, Owners: base64.StdEncoding.EncodeToString(raw)})
+	if err != nil {
+		return target{}, rev, true, err
+	}
+	t, err = decodeTarget(b, rev)
+	return t, rev, true, err
 }
