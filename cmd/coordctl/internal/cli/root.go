@@ -158,7 +158,7 @@ PostgreSQL. See docs/coordctl.md.`,
 	}
 	a.g.register(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.overviewCmd(), a.leasesCmd(), a.membersCmd(), a.ownershipCmd(), a.tenantsCmd(), a.fencesCmd(), a.outboxCmd(), a.sagaCmd(), a.idemCmd(),
+	root.AddCommand(a.overviewCmd(), a.leasesCmd(), a.membersCmd(), a.ownershipCmd(), a.scheduleCmd(), a.tenantsCmd(), a.fencesCmd(), a.outboxCmd(), a.sagaCmd(), a.idemCmd(),
 		a.configCmd(), a.auditCmd(), a.migrateCmd(), a.serveCmd())
 	groups(root)
 	return root

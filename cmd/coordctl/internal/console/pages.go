@@ -55,6 +55,7 @@ func (s *Server) pages() []Page {
 		{Name: "parked", Path: "/outbox/parked/{id}", Load: s.parkedPage},
 		{Name: "leases", Path: "/leases", Nav: "Leases", Load: s.leasesPage},
 		{Name: "ownership", Path: "/ownership", Nav: "Ownership", Load: s.ownershipPage},
+		{Name: "schedule", Path: "/schedule", Nav: "Schedule", Load: s.schedulePage},
 		{Name: "members", Path: "/members", Nav: "Members", Load: s.membersPage},
 		{Name: "tenants", Path: "/tenants", Nav: "Tenants", Load: s.tenantsPage},
 		{Name: "audit", Path: "/audit", Nav: "Audit", Load: s.auditPage},

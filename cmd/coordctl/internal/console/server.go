@@ -155,6 +155,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.HandleFunc("POST /sagas/{id}/{action}", s.sagaAction)
 	mux.HandleFunc("POST /outbox/parked/{id}/{action}", s.parkedAction)
+	mux.HandleFunc("POST /schedule/{tenant}/{id}/{action}", s.scheduleAction)
 	mux.HandleFunc("POST /sagas/bulk/{step}", func(w http.ResponseWriter, r *http.Request) { s.bulk(w, r, "sagas") })
 	mux.HandleFunc("POST /outbox/bulk/{step}", func(w http.ResponseWriter, r *http.Request) { s.bulk(w, r, "outbox") })
 	mux.HandleFunc("GET /live", s.live)
