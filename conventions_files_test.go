@@ -43,9 +43,15 @@ type moduleFile struct {
 	fset  *token.FileSet
 }
 
-// moduleFiles parses every .go file of the SDK module under root (tests
-// included; testdata, hidden directories and other modules excluded).
+// moduleFiles parses the imports of every .go file of the SDK module under
+// root (tests included; testdata, hidden directories and other modules
+// excluded).
 func moduleFiles(t *testing.T, root string) []moduleFile {
+	return parseModuleFiles(t, root, parser.ImportsOnly, func(string) bool { return true })
+}
+
+// parseModuleFiles parses, with mode, the .go files under root that keep says.
+func parseModuleFiles(t *testing.T, root string, mode parser.Mode, keep func(path string) bool) []moduleFile {
 	t.Helper()
 	var out []moduleFile
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -61,7 +67,7 @@ func moduleFiles(t *testing.T, root string) []moduleFile {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") {
+		if !strings.HasSuffix(p, ".go") || !keep(p) {
 			return nil
 		}
 		src, err := os.ReadFile(p)
@@ -69,7 +75,7 @@ func moduleFiles(t *testing.T, root string) []moduleFile {
 			return err
 		}
 		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, p, src, parser.ParseComments|parser.ImportsOnly)
+		f, err := parser.ParseFile(fset, p, src, parser.ParseComments|mode)
 		if err != nil {
 			return err
 		}

@@ -53,6 +53,11 @@ func (b Backoff) Delay(n int) time.Duration {
 	return time.Duration(rand.Int64N(c))
 }
 
+// NextBackoff returns Delay(n) and true: a Backoff never gives up by itself.
+// It makes a Backoff a retry strategy as packages above the floor take one
+// (efficiencylock.RetryStrategy), so there is one backoff in coordkit.
+func (b Backoff) NextBackoff(n int) (time.Duration, bool) { return b.Delay(n), true }
+
 // Wait blocks for Delay(n) on clock c (nil means the system clock). It returns
 // early with context.Cause(ctx) when ctx is done.
 func (b Backoff) Wait(ctx context.Context, c Clock, n int) error {

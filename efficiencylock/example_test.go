@@ -4,32 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/coordkit/coordkit/efficiencylock"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// exampleClient connects to the test Redis (COORD_TEST_REDIS_URL or the local one).
-func exampleClient() *redis.Client {
-	url := os.Getenv("COORD_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewClient(opt)
-}
 
 // A cache warm-up that several replicas may start at once: the lock saves the
 // duplicate work, and running it twice would only cost CPU.
 func ExampleLocker_TryAcquire() {
-	rdb := exampleClient()
-	defer rdb.Close()
+	rdb, done := coordtest.ExampleRedis()
+	defer done()
 	ctx := context.Background()
 
 	locker, err := efficiencylock.New(rdb,
@@ -61,8 +46,8 @@ func ExampleLocker_TryAcquire() {
 // Acquire waits for the lock with full-jitter retries, bounded by the context; with
 // auto-refresh the guard extends itself every ttl/3 until Release.
 func ExampleLocker_Acquire() {
-	rdb := exampleClient()
-	defer rdb.Close()
+	rdb, done := coordtest.ExampleRedis()
+	defer done()
 	locker, err := efficiencylock.New(rdb,
 		efficiencylock.DuplicatesHarmless("nightly report regeneration overwrites the same file"),
 		efficiencylock.Config{Tenant: "example", AutoRefresh: true})

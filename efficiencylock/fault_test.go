@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/efficiencylock"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -88,7 +89,7 @@ func (tr *trial) worker(ctx context.Context) {
 		}
 	}()
 	for ctx.Err() == nil {
-		lk, err := tr.locker.Acquire(ctx, "job", faultTTL, &efficiencylock.LockOpts{Retry: efficiencylock.FullJitter(5*time.Millisecond, 100*time.Millisecond)})
+		lk, err := tr.locker.Acquire(ctx, "job", faultTTL, &efficiencylock.LockOpts{Retry: coord.Backoff{Base: 5 * time.Millisecond, Cap: 100 * time.Millisecond}})
 		if err != nil {
 			if ctx.Err() == nil {
 				tr.acquireErrs.Add(1)

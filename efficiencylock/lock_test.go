@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/efficiencylock"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -82,7 +83,7 @@ func TestContention(t *testing.T) {
 		t.Fatalf("ErrNotAcquired matches a context error: %v", err)
 	}
 
-	_, err = l.Acquire(ctx, "busy", time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.LimitRetry(efficiencylock.FullJitter(time.Millisecond, 5*time.Millisecond), 3)})
+	_, err = l.Acquire(ctx, "busy", time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.LimitRetry(coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}, 3)})
 	if !errors.As(err, &na) || na.Attempts != 4 {
 		t.Fatalf("Acquire with LimitRetry(3) = %v, want not acquired after 4 attempts", err)
 	}
@@ -338,7 +339,7 @@ func TestMutualExclusionWithoutFaults(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 10 {
-				lk, err := l.Acquire(ctx, "mx", 5*time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.FullJitter(time.Millisecond, 20*time.Millisecond)})
+				lk, err := l.Acquire(ctx, "mx", 5*time.Second, &efficiencylock.LockOpts{Retry: coord.Backoff{Base: time.Millisecond, Cap: 20 * time.Millisecond}})
 				if err != nil {
 					t.Errorf("Acquire: %v", err)
 					return

@@ -115,7 +115,7 @@ func TestMetricsAndLogsCarryTheReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Acquire(ctx, "m", time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.LimitRetry(efficiencylock.FullJitter(time.Millisecond, 2*time.Millisecond), 2)}); !errors.Is(err, efficiencylock.ErrNotAcquired) {
+	if _, err := l.Acquire(ctx, "m", time.Second, &efficiencylock.LockOpts{Retry: efficiencylock.LimitRetry(coord.Backoff{Base: time.Millisecond, Cap: 2 * time.Millisecond}, 2)}); !errors.Is(err, efficiencylock.ErrNotAcquired) {
 		t.Fatalf("contended Acquire = %v", err)
 	}
 	db.Client.Del(ctx, a.Key())

@@ -15,8 +15,9 @@ const (
 	DefaultRetryCap  = 500 * time.Millisecond
 )
 
-// RetryStrategy decides how long Acquire waits between attempts. Implementations
-// must be safe for concurrent use (the ones here are stateless values).
+// RetryStrategy decides how long Acquire waits between attempts: a
+// coord.Backoff (full jitter, forever), NoRetry, or LimitRetry around either.
+// Implementations must be safe for concurrent use (these are stateless values).
 type RetryStrategy interface {
 	// NextBackoff returns the delay before retry n (n = 0 after the first failed
 	// attempt) and false to stop retrying.
@@ -34,6 +35,9 @@ func (noRetry) NextBackoff(int) (time.Duration, bool) { return 0, false }
 // exponential backoff: the delay before retry n is uniform in
 // [0, min(ceiling, base·2ⁿ)). base ≤ 0 means DefaultRetryBase, ceiling ≤ 0
 // DefaultRetryCap.
+//
+// Deprecated: use coord.Backoff{Base: base, Cap: ceiling}, which is a
+// RetryStrategy (coordkit has one backoff).
 func FullJitter(base, ceiling time.Duration) RetryStrategy {
 	if base <= 0 {
 		base = DefaultRetryBase
@@ -41,16 +45,13 @@ func FullJitter(base, ceiling time.Duration) RetryStrategy {
 	if ceiling <= 0 {
 		ceiling = DefaultRetryCap
 	}
-	return fullJitter{b: coord.Backoff{Base: base, Cap: ceiling}}
+	return coord.Backoff{Base: base, Cap: ceiling}
 }
 
-// DefaultRetry is FullJitter(DefaultRetryBase, DefaultRetryCap), the strategy
-// Acquire uses when neither LockOpts.Retry nor Config.Retry is set.
-func DefaultRetry() RetryStrategy { return FullJitter(DefaultRetryBase, DefaultRetryCap) }
-
-type fullJitter struct{ b coord.Backoff }
-
-func (f fullJitter) NextBackoff(n int) (time.Duration, bool) { return f.b.Delay(n), true }
+// DefaultRetry is coord.Backoff{Base: DefaultRetryBase, Cap: DefaultRetryCap}:
+// full jitter from 10 ms to 500 ms until ctx ends, the strategy Acquire uses
+// when neither LockOpts.Retry nor Config.Retry is set.
+func DefaultRetry() RetryStrategy { return coord.Backoff{Base: DefaultRetryBase, Cap: DefaultRetryCap} }
 
 // LimitRetry stops s after max retries (max+1 attempts in all). A nil s means
 // DefaultRetry().

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/efficiencylock"
 )
 
@@ -12,12 +13,12 @@ func TestRetryStrategies(t *testing.T) {
 	if _, again := efficiencylock.NoRetry().NextBackoff(0); again {
 		t.Error("NoRetry retries")
 	}
-	fj := efficiencylock.FullJitter(time.Millisecond, 8*time.Millisecond)
+	fj := coord.Backoff{Base: time.Millisecond, Cap: 8 * time.Millisecond}
 	for n := range 50 {
 		d, again := fj.NextBackoff(n)
 		ceiling := min(time.Millisecond<<min(n, 10), 8*time.Millisecond)
 		if !again || d < 0 || d >= ceiling {
-			t.Fatalf("FullJitter(1ms, 8ms).NextBackoff(%d) = %v, %v; want [0, %v), true", n, d, again, ceiling)
+			t.Fatalf("coord.Backoff{1ms, 8ms}.NextBackoff(%d) = %v, %v; want [0, %v), true", n, d, again, ceiling)
 		}
 	}
 	if d, again := efficiencylock.DefaultRetry().NextBackoff(100); !again || d >= efficiencylock.DefaultRetryCap {

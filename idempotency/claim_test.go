@@ -259,7 +259,7 @@ func TestDoAfterWaitingRunsWithTheCallersLockTimeout(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&firstPID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the duplicate to wait on the key's advisory lock", func() bool {
+	coordtest.Until(t, 10*time.Second, 10*time.Millisecond, "the duplicate to wait on the key's advisory lock", func() bool {
 		var n int
 		err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE wait_event = 'advisory' AND $1 = ANY(pg_blocking_pids(pid))`, firstPID).Scan(&n)
@@ -319,18 +319,6 @@ func TestDoLosesToAWriterThatCommittedTheKeyMeanwhile(t *testing.T) {
 	})
 	if !errors.Is(err, idempotency.ErrInFlight) {
 		t.Fatalf("DoTx overtaken: %v, want ErrInFlight", err)
-	}
-}
-
-// waitFor polls cond until it holds, failing after timeout with what did not happen.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -2,55 +2,18 @@ package idempotency_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
-	"os"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// exampleDB returns a pool on a fresh schema of the test server, and its cleanup.
-func exampleDB() (*pgxpool.Pool, func()) {
-	base := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if base == "" {
-		base = coordtest.DefaultPostgresURL
-	}
-	ctx := context.Background()
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "example_" + hex.EncodeToString(b)
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		panic(err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		panic(err)
-	}
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	pool, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		panic(err)
-	}
-	return pool, func() {
-		pool.Close()
-		admin.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		admin.Close(ctx)
-	}
-}
-
 // A payment endpoint: the charge row and the idempotency key commit together; a
 // retry with the same key replays the stored response without charging again.
 func ExampleStore_Do() {
-	pool, cleanup := exampleDB()
+	pool, cleanup := coordtest.ExamplePostgres()
 	defer cleanup()
 	ctx := context.Background()
 	store, err := idempotency.New(pool, idempotency.Config{})
@@ -90,7 +53,7 @@ func ExampleStore_Do() {
 
 // DoTx joins the caller's transaction: the key is stored only if the caller commits.
 func ExampleStore_DoTx() {
-	pool, cleanup := exampleDB()
+	pool, cleanup := coordtest.ExamplePostgres()
 	defer cleanup()
 	ctx := context.Background()
 	store, _ := idempotency.New(pool, idempotency.Config{})
@@ -122,7 +85,7 @@ func ExampleStore_DoTx() {
 // key), and the final record are separate recovery points. A crash between them is
 // finished by a retry after the lock expires, or by the Completer.
 func ExampleStore_Run() {
-	pool, cleanup := exampleDB()
+	pool, cleanup := coordtest.ExamplePostgres()
 	defer cleanup()
 	ctx := context.Background()
 	store, _ := idempotency.New(pool, idempotency.Config{})

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // Limits on what a member carries, in bytes. The whole encoded value is also
@@ -124,7 +125,7 @@ func validateAddr(addr string) error {
 // UTF-8 would be replaced by U+FFFD when encoded, silently changing the data:
 // it is refused instead.
 func validateMetadata(k, v string) error {
-	field := "Metadata[" + strconv.Quote(truncate(k)) + "]"
+	field := "Metadata[" + strconv.Quote(pgtext.Clean(k, 64)) + "]"
 	bad := func(reason string) error { return &ConfigError{Field: field, Reason: reason} }
 	switch {
 	case k == "":
@@ -141,16 +142,4 @@ func validateMetadata(k, v string) error {
 		return bad("value contains NUL")
 	}
 	return nil
-}
-
-// truncate cuts s to at most 64 bytes on a rune boundary, for error messages.
-func truncate(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	i := 64
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }

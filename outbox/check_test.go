@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // checked is a recorder whose Check answers err.
@@ -50,7 +51,7 @@ func TestRelayStartsByCheckingThePublisher(t *testing.T) {
 			}
 			runRelays(t, r)
 			enqueue(t, db.Pool, ob, ev("k", 1))
-			waitFor(t, "the event published", 30*time.Second, func() bool { return rec.published("k") == 1 })
+			coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "the event published", func() bool { return rec.published("k") == 1 })
 			if n := len(log.with("outbox relay: publisher check failed; starting anyway", "err")); n != tc.warnings {
 				t.Fatalf("%d check warnings, want %d", n, tc.warnings)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // logged keeps every record a relay logs: its message and attributes.
@@ -67,12 +68,12 @@ func TestRelayRetriesDatabaseErrorsWithGrowingBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRelays(t, r)
-	waitFor(t, "three failed batches", 30*time.Second, func() bool { return len(log.with(failed, "streak")) >= 3 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "three failed batches", func() bool { return len(log.with(failed, "streak")) >= 3 })
 	if _, err := db.Pool.Exec(ctx, `ALTER TABLE ob_dberr_away RENAME TO ob_dberr`); err != nil {
 		t.Fatal(err)
 	}
 	enqueue(t, db.Pool, ob, ev("k", 1))
-	waitFor(t, "the event published after the table came back", 30*time.Second, func() bool { return rec.published("k") == 1 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "the event published after the table came back", func() bool { return rec.published("k") == 1 })
 	got := log.with(failed, "streak")
 	for i := range 3 {
 		if got[i].Int64() != int64(i) {

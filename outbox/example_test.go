@@ -4,50 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// exampleDB gives examples a pool on a fresh schema of the test server.
-func exampleDB() (*pgxpool.Pool, func()) {
-	url := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if url == "" {
-		url = coordtest.DefaultPostgresURL
-	}
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	schema := fmt.Sprintf("example_%d", time.Now().UnixNano())
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		log.Fatal(err)
-	}
-	pool.Close()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	pool, err = pgxpool.New(ctx, url+sep+"search_path="+schema)
-	if err != nil {
-		log.Fatal(err)
-	}
-	return pool, func() {
-		pool.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		pool.Close()
-	}
-}
-
 // Enqueue in the business transaction, publish with a relay, dedupe with the inbox.
 func Example() {
-	pool, done := exampleDB()
+	pool, done := coordtest.ExamplePostgres()
 	defer done()
 	ctx := context.Background()
 
@@ -111,7 +78,7 @@ func Example() {
 
 // A rejected event is a typed error and nothing is written.
 func ExampleOutbox_EnqueueTx_rejected() {
-	pool, done := exampleDB()
+	pool, done := coordtest.ExamplePostgres()
 	defer done()
 	ctx := context.Background()
 	ob, _ := outbox.New(outbox.Config{Table: "outbox"})

@@ -184,14 +184,3 @@ func runRelays(t *testing.T, rs ...*outbox.Relay) func() {
 	t.Cleanup(stop)
 	return stop
 }
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

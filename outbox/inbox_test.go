@@ -111,7 +111,7 @@ func TestMetricsLagPublishedRetriesParkedOldest(t *testing.T) {
 	// the oldest-unpublished gauge sees the waiting events before the first batch
 	ctx := context.Background()
 	stop := runRelays(t, r)
-	waitFor(t, "published and parked", 10*time.Second, func() bool {
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "published and parked", func() bool {
 		return tm.sum("coordkit.outbox.published") == 2 && tm.sum("coordkit.outbox.parked") == 1
 	})
 	stop()

@@ -98,7 +98,7 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 				}()
 			}
 			coordtest.Wait(t, &wg, 120*time.Second, "the producers")
-			waitFor(t, "all published", 90*time.Second, func() bool {
+			coordtest.Until(t, 90*time.Second, 20*time.Millisecond, "all published", func() bool {
 				for k := range keys {
 					if rec.published(fmt.Sprintf("k%02d", k)) != next[k]-1 {
 						return false
@@ -113,7 +113,7 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 			}
 			total, busy, batches, solo := 0, 0, 0, 0
 			// the last batch may still be committing its marks
-			waitFor(t, "all marked", 30*time.Second, func() bool {
+			coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "all marked", func() bool {
 				total, busy, batches, solo = 0, 0, 0, 0
 				for _, r := range relays {
 					s := r.Stats()

@@ -65,7 +65,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop2 := runRelays(t, r2)
-	waitFor(t, "relay 2 to park the raced key", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "relay 2 to park the raced key", func() bool {
 		return count(t, db.Pool, `SELECT count(*) FROM ob_parked WHERE aggregateid = $1`, raced) == 1
 	})
 	stop2()
@@ -74,7 +74,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	}
 
 	gate.open()
-	waitFor(t, "relay 1 to publish the other key", 20*time.Second, func() bool { return r1.Stats().Published >= 1 })
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "relay 1 to publish the other key", func() bool { return r1.Stats().Published >= 1 })
 	if n := rec1.published(raced); n != -1 {
 		t.Fatalf("relay 1 published event %d of a key parked before its claim: it must wait for an operator", n)
 	}
@@ -137,7 +137,7 @@ type tryLockGate struct {
 func (g *tryLockGate) waitForAWaiter(what string) {
 	g.t.Helper()
 	pid := g.conn.Conn().PgConn().PID()
-	waitFor(g.t, what, 20*time.Second, func() bool {
+	coordtest.Until(g.t, 20*time.Second, 20*time.Millisecond, what, func() bool {
 		return count(g.t, g.db.Pool, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, pid) > 0
 	})
 }

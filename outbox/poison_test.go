@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // countingPublisher publishes through PublisherFunc, fails every attempt of the
@@ -101,7 +102,7 @@ func TestPoisonErrorTextParksAndOthersFlowOnce(t *testing.T) {
 			runRelays(t, r)
 			ctx := context.Background()
 			var parked []outbox.ParkedEvent
-			waitFor(t, "the poison head parked", 20*time.Second, func() bool {
+			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the poison head parked", func() bool {
 				if got := pub.keyAttempts("poison"); got > maxAttempts {
 					t.Fatalf("poison key attempted %d times, MaxAttempts is %d: its batch rolled back and was republished", got, maxAttempts)
 				}
@@ -121,7 +122,7 @@ func TestPoisonErrorTextParksAndOthersFlowOnce(t *testing.T) {
 			// The relay keeps going: a later event of another key is published.
 			late := enqueue(t, db.Pool, ob, ev("late", 0))
 			good = append(good, late...)
-			waitFor(t, "every other event published", 20*time.Second, func() bool {
+			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "every other event published", func() bool {
 				once, _ := pub.published(good)
 				return once == len(good)
 			})
@@ -129,7 +130,7 @@ func TestPoisonErrorTextParksAndOthersFlowOnce(t *testing.T) {
 				t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
 			}
 			// (the batch that published the last of them may still be committing)
-			waitFor(t, "the other keys' events marked", 20*time.Second, func() bool {
+			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the other keys' events marked", func() bool {
 				return count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NULL AND aggregateid <> 'poison'`) == 0
 			})
 			if got := r.Stats().Parked; got != 1 {
@@ -166,7 +167,7 @@ func TestFailureToRecordAFailureStillCountsAndMarks(t *testing.T) {
 	r, _ := ob.NewRelay(db.Pool, pub)
 	runRelays(t, r)
 	var parked []outbox.ParkedEvent
-	waitFor(t, "the poison head parked", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the poison head parked", func() bool {
 		if got := pub.keyAttempts("poison"); got > maxAttempts {
 			t.Fatalf("poison key attempted %d times, MaxAttempts is %d: the failure was not counted", got, maxAttempts)
 		}
@@ -176,7 +177,7 @@ func TestFailureToRecordAFailureStillCountsAndMarks(t *testing.T) {
 	if got := pub.keyAttempts("poison"); got != maxAttempts {
 		t.Fatalf("poison key attempted %d times, want MaxAttempts = %d", got, maxAttempts)
 	}
-	waitFor(t, "every other event published", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "every other event published", func() bool {
 		once, _ := pub.published(good)
 		return once == len(good)
 	})
@@ -211,11 +212,11 @@ func TestFailureToParkStillCountsAndMarks(t *testing.T) {
 	}
 	r, _ := ob.NewRelay(db.Pool, pub)
 	runRelays(t, r)
-	waitFor(t, "every other event published", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "every other event published", func() bool {
 		once, _ := pub.published(good)
 		return once == len(good)
 	})
-	waitFor(t, "park attempted and refused twice", 20*time.Second, func() bool { return pub.keyAttempts("poison") >= maxAttempts+2 })
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "park attempted and refused twice", func() bool { return pub.keyAttempts("poison") >= maxAttempts+2 })
 	if once, more := pub.published(good); once != len(good) || more != 0 {
 		t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // When PostgreSQL refuses to count a failure at all (not even with the fixed
@@ -42,7 +43,7 @@ func TestFailureCountRefusedStillCommitsTheMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runRelays(t, r)
-	waitFor(t, "the other keys' events marked", 10*time.Second, func() bool {
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the other keys' events marked", func() bool {
 		return count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NULL AND aggregateid <> 'poison'`) == 0
 	})
 	// The poison head, never counted, is published again at once: stop it.
@@ -86,7 +87,7 @@ func TestFailureRecordRefusedAtCommitIsReportedWithItsCause(t *testing.T) {
 			}
 			stop := runRelays(t, r)
 			const failed = "outbox relay: batch failed, retrying"
-			waitFor(t, "a failed batch", 10*time.Second, func() bool { return len(log.with(failed, "err")) >= 1 })
+			coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "a failed batch", func() bool { return len(log.with(failed, "err")) >= 1 })
 			stop()
 			if e := log.with(failed, "err")[0].String(); !strings.Contains(e, "refused at commit by the test") {
 				t.Fatalf("the failed batch's err %q, want the refusal at COMMIT", e)

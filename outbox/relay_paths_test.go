@@ -74,15 +74,15 @@ func TestRelayWarnsOnlyWhenAPruneFails(t *testing.T) {
 			}
 			runRelays(t, r)
 			enqueue(t, db.Pool, ob, ev("k", 0), ev("k", 1))
-			waitFor(t, "the events published", 10*time.Second, func() bool { return rec.published("k") == 1 })
+			coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the events published", func() bool { return rec.published("k") == 1 })
 			if refused {
-				waitFor(t, "a prune warning", 10*time.Second, func() bool { return len(log.with(warning, "err")) >= 1 })
+				coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "a prune warning", func() bool { return len(log.with(warning, "err")) >= 1 })
 				if e := log.with(warning, "err")[0].String(); !strings.Contains(e, "prune refused by the test") {
 					t.Fatalf("prune warning's err %q, want the trigger's refusal", e)
 				}
 				return
 			}
-			waitFor(t, "the published rows pruned", 10*time.Second, func() bool { return count(t, db.Pool, `SELECT count(*) FROM ob`) == 0 })
+			coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the published rows pruned", func() bool { return count(t, db.Pool, `SELECT count(*) FROM ob`) == 0 })
 			time.Sleep(100 * time.Millisecond) // a few more (empty) prunes
 			if ws := log.with(warning, "err"); len(ws) != 0 {
 				t.Fatalf("%d prune warnings for prunes that succeeded (first err %v)", len(ws), ws[0])
@@ -115,7 +115,7 @@ func TestClaimIsCutToTheBatchSize(t *testing.T) {
 	}
 	outbox.ForceKeyed(r) // the race is in the keyed claim
 	runRelays(t, r)
-	waitFor(t, "all three events published", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "all three events published", func() bool {
 		return pub.published(raced) == 1 && pub.published(other) == 0
 	})
 	pub.check(t)
@@ -177,7 +177,7 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop2 := runRelays(t, r2)
-	waitFor(t, "relay 2 to fail the raced key's head", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "relay 2 to fail the raced key's head", func() bool {
 		return count(t, db.Pool, `SELECT count(*) FROM ob WHERE aggregateid = $1 AND attempts = 1`, raced) == 1
 	})
 	stop2()
@@ -186,7 +186,7 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 	}
 
 	gate.open()
-	waitFor(t, "relay 1 to publish the other key", 20*time.Second, func() bool { return pub1.published(other) == 1 })
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "relay 1 to publish the other key", func() bool { return pub1.published(other) == 1 })
 	if n := pub1.published(raced); n != -1 {
 		t.Fatalf("relay 1 published event %d of a key whose head waits an hour for its retry", n)
 	}
@@ -225,7 +225,7 @@ func TestMessagePublishedPastItsKeysFailureIsNotMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runRelays(t, r)
-	waitFor(t, "the batch committed", 10*time.Second, func() bool {
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the batch committed", func() bool {
 		s := r.Stats()
 		return s.Failures >= 1 && s.Published >= 1
 	})
@@ -266,7 +266,7 @@ func TestFirstFailureWaitsTheFirstBackoffDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runRelays(t, r)
-	waitFor(t, "the head's failure recorded", 10*time.Second, func() bool {
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the head's failure recorded", func() bool {
 		return count(t, db.Pool, `SELECT count(*) FROM ob WHERE attempts = 1`) == 1
 	})
 	stop()
@@ -294,7 +294,7 @@ func TestOldestAgeGaugeSeesAPendingEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRelays(t, r)
-	waitFor(t, "the oldest-age gauge above 0", 10*time.Second, func() bool {
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the oldest-age gauge above 0", func() bool {
 		return r.Stats().Failures >= 1 && tm.gauge(t, "coordkit.outbox.oldest_unpublished.age") > 0
 	})
 }

@@ -31,7 +31,7 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	runRelays(t, r)
 	time.Sleep(500 * time.Millisecond) // listener up, first pass done
 	enqueue(t, db.Pool, ob, ev("a", 0), ev("a", 1))
-	waitFor(t, "published via NOTIFY", 10*time.Second, func() bool { return rec.published("a") == 1 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "published via NOTIFY", func() bool { return rec.published("a") == 1 })
 	if w := r.Stats().Wakeups; w < 1 {
 		t.Fatalf("wakeups = %d, want ≥ 1", w)
 	}
@@ -46,7 +46,7 @@ func TestRelayPollingFallback(t *testing.T) {
 	r, _ := ob.NewRelay(db.Pool, rec)
 	runRelays(t, r)
 	enqueue(t, db.Pool, ob, ev("a", 0))
-	waitFor(t, "published by polling", 10*time.Second, func() bool { return rec.published("a") == 0 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "published by polling", func() bool { return rec.published("a") == 0 })
 	if w := r.Stats().Wakeups; w != 0 {
 		t.Fatalf("wakeups = %d with NOTIFY disabled", w)
 	}
@@ -75,10 +75,10 @@ func TestPoisonKeyParksOnlyItsKey(t *testing.T) {
 		es = append(es, ev("poison", n), ev("good", n), ev(fmt.Sprintf("other%d", n%3), n/3))
 	}
 	enqueue(t, db.Pool, ob, es...)
-	waitFor(t, "good key flows", 30*time.Second, func() bool { return rec.published("good") == 19 && rec.published("other2") == 5 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "good key flows", func() bool { return rec.published("good") == 19 && rec.published("other2") == 5 })
 	ctx := context.Background()
 	var parked []outbox.ParkedEvent
-	waitFor(t, "poison parked", 30*time.Second, func() bool {
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "poison parked", func() bool {
 		parked, _ = ob.Parked(ctx, db.Pool, 10)
 		return len(parked) == 1
 	})
@@ -87,7 +87,7 @@ func TestPoisonKeyParksOnlyItsKey(t *testing.T) {
 	}
 	// The relay counts a park after its batch committed: the row can be read an
 	// instant before the count moves (read at once, 0 in a loaded run).
-	waitFor(t, "the park counted", 10*time.Second, func() bool { return r1.Stats().Parked+r2.Stats().Parked >= 1 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the park counted", func() bool { return r1.Stats().Parked+r2.Stats().Parked >= 1 })
 	time.Sleep(200 * time.Millisecond)
 	if got := r1.Stats().Parked + r2.Stats().Parked; got != 1 {
 		t.Fatalf("parked count %d, want 1", got)
@@ -103,13 +103,13 @@ func TestPoisonKeyParksOnlyItsKey(t *testing.T) {
 	if err := ob.Requeue(ctx, db.Pool, parked[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "poison key drains after requeue", 30*time.Second, func() bool { return rec.published("poison") == 19 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "poison key drains after requeue", func() bool { return rec.published("poison") == 19 })
 	rec.check(t)
 
 	// Discard: break a key again, let it park, discard the head; the followers flow.
 	broken.Store("bad2", true)
 	enqueue(t, db.Pool, ob, ev("bad2", 0), ev("bad2", 1))
-	waitFor(t, "bad2 parked", 30*time.Second, func() bool { p, _ := ob.Parked(ctx, db.Pool, 10); parked = p; return len(p) == 1 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "bad2 parked", func() bool { p, _ := ob.Parked(ctx, db.Pool, 10); parked = p; return len(p) == 1 })
 	broken.Delete("bad2")
 	rec.mu.Lock()
 	rec.done["bad2"] = 0 // event 0 is discarded on purpose: 1 may follow
@@ -117,7 +117,7 @@ func TestPoisonKeyParksOnlyItsKey(t *testing.T) {
 	if err := ob.Discard(ctx, db.Pool, parked[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bad2 follower flows after discard", 30*time.Second, func() bool { return rec.published("bad2") == 1 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "bad2 follower flows after discard", func() bool { return rec.published("bad2") == 1 })
 	rec.check(t)
 }
 
@@ -134,7 +134,7 @@ func TestGracefulShutdownFinishesBatch(t *testing.T) {
 	}
 	enqueue(t, db.Pool, ob, es...)
 	stop := runRelays(t, r)
-	waitFor(t, "a batch in flight", 10*time.Second, func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.calls > 0 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "a batch in flight", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.calls > 0 })
 	stop()
 	published := rec.published("k") + 1
 	marked := count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NOT NULL`)
@@ -143,7 +143,7 @@ func TestGracefulShutdownFinishesBatch(t *testing.T) {
 	}
 	r2, _ := ob.NewRelay(db.Pool, rec)
 	runRelays(t, r2)
-	waitFor(t, "rest published", 30*time.Second, func() bool { return rec.published("k") == 119 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "rest published", func() bool { return rec.published("k") == 119 })
 	rec.check(t)
 	t.Logf("published before shutdown: %d, all marked", published)
 }
@@ -158,7 +158,7 @@ func TestPruneInBoundedBatches(t *testing.T) {
 	}
 	enqueue(t, db.Pool, ob, es...)
 	stop := runRelays(t, r)
-	waitFor(t, "published", 10*time.Second, func() bool { return rec.published("k") == 29 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "published", func() bool { return rec.published("k") == 29 })
 	stop()
 	time.Sleep(5 * time.Millisecond)
 	// The relay's first prune is an hour away: all 30 go now, in statements of
@@ -194,8 +194,8 @@ func TestRetryBacklogDoesNotStallOtherKeys(t *testing.T) {
 	enqueue(t, db.Pool, ob, ev("good", 0), ev("good", 1))
 	r, _ := ob.NewRelay(db.Pool, rec)
 	runRelays(t, r)
-	waitFor(t, "the slow key's head to fail once", 10*time.Second, func() bool { return r.Stats().Failures >= 1 })
-	waitFor(t, "good key flows while slow waits for its retry", 10*time.Second, func() bool { return rec.published("good") == 1 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the slow key's head to fail once", func() bool { return r.Stats().Failures >= 1 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "good key flows while slow waits for its retry", func() bool { return rec.published("good") == 1 })
 	rec.check(t)
 }
 
@@ -226,7 +226,7 @@ func TestOnlyTheHeadOfAFailingKeyParks(t *testing.T) {
 	enqueue(t, db.Pool, ob, ev("bad", 0), ev("bad", 1), ev("bad", 2))
 	r, _ := ob.NewRelay(db.Pool, allFail{key: "bad"})
 	stop := runRelays(t, r)
-	waitFor(t, "the head parked", 10*time.Second, func() bool { return r.Stats().Parked >= 1 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the head parked", func() bool { return r.Stats().Parked >= 1 })
 	stop()
 	if got := r.Stats().Parked; got != 1 {
 		t.Fatalf("parked %d events, want only the head", got)
@@ -284,7 +284,7 @@ func TestUnattemptedMessagesAreNotAttempts(t *testing.T) {
 	})
 	r, _ := ob.NewRelay(db.Pool, pub)
 	runRelays(t, r)
-	waitFor(t, "a and b published", 10*time.Second, func() bool {
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "a and b published", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return published["a"] && published["b"]

@@ -38,7 +38,7 @@ func TestRelayFacingHeldKeysBacksOff(t *testing.T) {
 	}
 	outbox.ForceKeyed(r) // key locks: a solo relay takes none
 	runRelays(t, r)
-	waitFor(t, "the relay's first locking scan", 10*time.Second, func() bool { return lastValue(t, db, scans) >= 1 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the relay's first locking scan", func() bool { return lastValue(t, db, scans) >= 1 })
 	time.Sleep(time.Second)
 	// Short retries after 2, 4, 8, … ms: about ten in the first second (and the
 	// pass the listener's start wakes), then one per doubling.
@@ -79,7 +79,7 @@ func TestIdleRelayWaitsForItsPollInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRelays(t, r)
-	waitFor(t, "the relay's first claim", 10*time.Second, func() bool { return lastValue(t, db, claims) >= 1 })
+	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the relay's first claim", func() bool { return lastValue(t, db, claims) >= 1 })
 	time.Sleep(500 * time.Millisecond)
 	// The first pass and, at most, the pass the listener's start wakes.
 	if n := lastValue(t, db, claims); n > 3 {

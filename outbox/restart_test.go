@@ -88,7 +88,7 @@ func TestRelaySurvivesPostgresCrashRestart(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	stopProducer()
 	coordtest.Wait(t, &wg, 60*time.Second, "the producer, after stopProducer")
-	waitFor(t, "every committed event published", 60*time.Second, func() bool {
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "every committed event published", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for k, n := range committed {

@@ -42,7 +42,7 @@ func TestRoundTripsOfARelayBatch(t *testing.T) {
 			}
 			enqueue(t, db.Pool, ob, es...)
 			before := rt.Count()
-			waitFor(t, "all published", 20*time.Second, func() bool { return r.Stats().Published == 10*batches })
+			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "all published", func() bool { return r.Stats().Published == 10*batches })
 			settled(t, rt)
 			got := rt.Count() - before
 			// The relay reads its oldest-pending gauge at most once a second after a

@@ -42,7 +42,7 @@ func TestKeySkippedAtItsHeadIsClaimedFromItsHead(t *testing.T) {
 	}
 	outbox.ForceKeyed(r) // the race is in the keyed claim
 	runRelays(t, r)
-	waitFor(t, "the relay to publish all three events", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the relay to publish all three events", func() bool {
 		return rec.published(raced) == 1 && rec.published(other) == 0
 	})
 	rec.check(t)

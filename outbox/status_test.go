@@ -10,6 +10,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // TestStatusAndLockParked parks one key's head, publishes another key, and reads
@@ -35,7 +36,7 @@ func TestStatusAndLockParked(t *testing.T) {
 	pub := newCountingPublisher(map[string]error{"poison": errors.New("broker refused")})
 	r, _ := ob.NewRelay(db.Pool, pub)
 	stop := runRelays(t, r)
-	waitFor(t, "the poison head parked and good published", 20*time.Second, func() bool {
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the poison head parked and good published", func() bool {
 		once, _ := pub.published(ids[2:])
 		return r.Stats().Parked == 1 && once == 1 &&
 			count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NOT NULL`) == 1

@@ -215,7 +215,7 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					p := coordtest.StartProcess(t, "runner-"+pt, os.Args[0], "-test.run=^$", e.db.URL, fmt.Sprintf("%s:%d", pt, nth), "-")
-					hit := waitFor(p, "CRASH", 5*time.Second)
+					hit := p.Printed("CRASH", 5*time.Second) == nil
 					p.Kill() // SIGKILL, at the boundary when hit
 					mu.Lock()
 					defer mu.Unlock()
@@ -308,21 +308,6 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 	if kills < len(points) || staleRejected < 1 || len(ids) < 100 {
 		t.Fatalf("faults did not happen: kills %d stale %d sagas %d", kills, staleRejected, len(ids))
 	}
-}
-
-func waitFor(p *coordtest.Process, substr string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if strings.Contains(p.Output(), substr) {
-			return true
-		}
-		select {
-		case <-p.Exited():
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return false
 }
 
 func lineWith(out, substr string) string {

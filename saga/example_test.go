@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/saga"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // placement is the data of an order-placement saga.
@@ -24,8 +23,8 @@ type placement struct {
 // the pivot — capture the payment — and only then the forward-only steps.
 func Example() {
 	ctx := context.Background()
-	pool, schema := examplePool(ctx)
-	defer dropSchema(ctx, pool, schema)
+	pool, dropSchema := coordtest.ExamplePostgres()
+	defer dropSchema()
 	// The participant's side: its barrier table, in its own database (here the same).
 	barrier, err := saga.NewBarrier(saga.BarrierConfig{})
 	if err != nil {
@@ -112,39 +111,12 @@ func waitTerminal(ctx context.Context, c *saga.Client, id string) saga.State {
 	return "timeout"
 }
 
-// examplePool connects to the test Postgres (COORD_TEST_POSTGRES_URL) in a fresh schema.
-func examplePool(ctx context.Context) (*pgxpool.Pool, string) {
-	url := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	schema := fmt.Sprintf("saga_example_%d", time.Now().UnixNano())
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		panic(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		panic(err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		panic(err)
-	}
-	return pool, schema
-}
-
-func dropSchema(ctx context.Context, pool *pgxpool.Pool, schema string) {
-	pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	pool.Close()
-}
-
 // Admin: find sagas stuck in needs_human for over an hour, and cancel one that has
 // not reached its pivot.
 func ExampleClient_List() {
 	ctx := context.Background()
-	pool, schema := examplePool(ctx)
-	defer dropSchema(ctx, pool, schema)
+	pool, dropSchema := coordtest.ExamplePostgres()
+	defer dropSchema()
 	c, err := saga.NewClient(pool, saga.Config{})
 	if err != nil {
 		panic(err)

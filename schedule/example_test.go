@@ -3,14 +3,11 @@ package schedule_test
 import (
 	"context"
 	"fmt"
-	"log"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
@@ -18,49 +15,12 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// exampleServers starts a throw-away embedded etcd and a schema of its own on
-// the test PostgreSQL (examples have no *testing.T), and returns a function
-// that removes both.
+// exampleServers is a throw-away embedded etcd and a schema of its own on the
+// test PostgreSQL, and a function that removes both.
 func exampleServers() (*clientv3.Client, *pgxpool.Pool, func()) {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "schedule-example-*")
-	if err != nil {
-		log.Fatal(err)
-	}
-	e, err := coordtest.StartEtcd(dir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	url := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if url == "" {
-		url = coordtest.DefaultPostgresURL
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	schema := fmt.Sprintf("schedule_example_%d", time.Now().UnixNano())
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		log.Fatal(err)
-	}
-	return cli, pool, func() {
-		if _, err := pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			log.Print(err)
-		}
-		pool.Close()
-		cli.Close()
-		e.Close()
-		os.RemoveAll(dir)
-	}
+	cli, stopEtcd := coordtest.ExampleEtcd()
+	pool, dropSchema := coordtest.ExamplePostgres()
+	return cli, pool, func() { dropSchema(); stopEtcd() }
 }
 
 // A monthly billing job, declared in code and run by every replica: the

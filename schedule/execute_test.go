@@ -13,12 +13,13 @@ import (
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/ownership"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // direct is a Scheduler whose transactions a test runs by hand (no Run).
 func (e *env) direct(t *testing.T, pool *pgxpool.Pool, jobs ...Job) *Scheduler {
 	t.Helper()
-	s, err := New(e.cli, pool, Config{Tenant: e.tenant, Partitions: 4, Logger: testLogger(t)})
+	s, err := New(e.cli, pool, Config{Tenant: e.tenant, Partitions: 4, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

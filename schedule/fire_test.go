@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,4 +80,19 @@ func TestFailingHandlerIsRetriedThenRecordedFailed(t *testing.T) {
 	if c := calls.Load(); c < 2 {
 		t.Errorf("handler called %d times, want MaxAttempts = 2 before the failure record", c)
 	}
+}
+
+// TestFailedFireReasonIsStorableText: the reason recorded for a failed fire is
+// the handler's error cut to 1024 bytes — on a rune boundary and without NUL
+// bytes, or PostgreSQL refuses the record (SQLSTATE 22021) and the fire is
+// never recorded. The error here starts with a NUL and goes on in two-byte
+// runes past byte 1024.
+func TestFailedFireReasonIsStorableText(t *testing.T) {
+	e := newEnv(t)
+	msg := "\x00" + strings.Repeat("é", 600)
+	fail := func(ctx context.Context, tx pgx.Tx, f *Fire) error { return errors.New(msg) }
+	e.start(t, Config{Retry: coordBackoffFast()}, Job{Name: "fails", Every: time.Second, MaxAttempts: 1, Handler: fail})
+	coordtest.Until(t, 15*time.Second, 50*time.Millisecond, "the failed fire recorded with its cut reason", func() bool {
+		return e.count(t, `SELECT count(*) FROM coord_schedule_fires WHERE outcome = 'failed' AND reason LIKE '%éé%' AND octet_length(reason) <= 1024`) >= 1
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{cli: coordtest.Etcd(t).Client(t), tenant: testTenant(t)}
+	e := &env{cli: coordtest.Etcd(t).Client(t), tenant: coordtest.Tenant(t)}
 	db := coordtest.Postgres(t)
 	e.pool, e.url = db.Pool, db.URL
 	ctx := testCtx(t)
@@ -70,27 +69,7 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func testTenant(t testing.TB) string {
-	n := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
-	if len(n) > 40 {
-		n = n[len(n)-40:]
-	}
-	return "t-" + strings.Trim(n, "-")
-}
-
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// testLogger logs through t.Log (shown on failure only).
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
 
 // running is a Scheduler running on its own session until stop.
 type running struct {
@@ -116,7 +95,7 @@ func (e *env) start(t *testing.T, cfg Config, jobs ...Job) *running {
 		cfg.Fence = e.fence
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
+		cfg.Logger = coordtest.Logger(t)
 	}
 	s, err := New(e.cli, e.pool, cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/internal/pgtext"
 )
 
 // maxWait bounds a runner's sleep, so that a wall-clock step (the nominal
@@ -238,7 +239,7 @@ func (r *runner) do(t *task) (verdict, time.Time) {
 			failures++
 			r.log.Warn("schedule: handler failed", "fire", t.id.String(), "attempt", failures, "err", err)
 			if failures >= t.job.MaxAttempts && t.failed == "" {
-				t.failed = truncate(err.Error(), 1024)
+				t.failed = pgtext.Clean(err.Error(), 1024) // storable: valid UTF-8, no NUL
 				continue
 			}
 		case errors.Is(err, ErrUnknownJob) || !retryable(err):
@@ -248,13 +249,6 @@ func (r *runner) do(t *task) (verdict, time.Time) {
 			return retry, last
 		}
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 // advance moves a job's last nominal time forward (never back).

@@ -5,56 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// exampleDB returns a pool on the test server, in a schema of its own.
-func exampleDB() (*pgxpool.Pool, func()) {
-	ctx := context.Background()
-	url := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if url == "" {
-		url = coordtest.DefaultPostgresURL
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	var schema string
-	if err := pool.QueryRow(ctx, "SELECT 'pgfence_example_' || md5(random()::text)").Scan(&schema); err != nil {
-		log.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		log.Fatal(err)
-	}
-	pool.Close()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err = pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	return pool, func() {
-		_, _ = pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		pool.Close()
-	}
-}
-
 // A holder's writes go through Exec with its token; an older holder's are refused.
 // In production the token comes from correctnesslease (Lease.Token) or from the
 // Coord-Fencing-Token header of the request (coord.ParseToken).
 func ExampleFence_Exec() {
 	ctx := context.Background()
-	pool, done := exampleDB()
+	pool, done := coordtest.ExamplePostgres()
 	defer done()
 
 	fence, err := pgfence.New(pgfence.Config{})
@@ -89,7 +53,7 @@ func ExampleFence_Exec() {
 // The per-row form: one UPDATE, no fence table.
 func ExampleRowUpdater_Update() {
 	ctx := context.Background()
-	pool, done := exampleDB()
+	pool, done := coordtest.ExamplePostgres()
 	defer done()
 
 	fence, err := pgfence.New(pgfence.Config{})

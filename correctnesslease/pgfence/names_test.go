@@ -23,14 +23,12 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 		{Schema: "tab\tschema"},
 	} {
 		_, err := pgfence.New(cfg)
-		var ne *coord.NameError
 		var ce *pgfence.ConfigError
 		field := "Table"
 		if cfg.Schema != "" {
 			field = "Schema"
 		}
-		if !errors.Is(err, pgfence.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != field ||
-			!errors.Is(err, coord.ErrInvalidName) || !errors.As(err, &ne) {
+		if !errors.Is(err, pgfence.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != field || !coordtest.IsInvalidName(err, field) {
 			t.Errorf("New(%+q) = %v, want a *ConfigError for %s wrapping a *coord.NameError", cfg.Table+"|"+cfg.Schema, err, field)
 		}
 	}

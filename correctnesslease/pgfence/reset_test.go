@@ -2,14 +2,13 @@ package pgfence_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
@@ -19,20 +18,10 @@ import (
 const forgedMax = "9223372036854775807"
 
 // auditRows returns the audit table's rows as "lease actor reason before after".
-func auditRows(ctx context.Context, t *testing.T, db interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}) []string {
+func auditRows(t *testing.T, db *pgxpool.Pool) []string {
 	t.Helper()
-	rows, err := db.Query(ctx, `SELECT lease || ' ' || actor || ' ' || reason || ' ' || revision_before || ' ' || revision_after
+	return coordtest.TextRows(t, db, `SELECT lease || ' ' || actor || ' ' || reason || ' ' || revision_before || ' ' || revision_after
 		|| ' ' || (db_user <> '') || ' ' || (reset_at <= now()) FROM coord_fences_audit ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }
 
 // TestForgedTokenFencesOutUntilReset is the threat the fence table cannot stop by
@@ -73,7 +62,7 @@ func TestForgedTokenFencesOutUntilReset(t *testing.T) {
 		t.Fatalf("real holder after the reset: %v", err)
 	}
 	want := []string{lease + " alice@ops INC-42: forged token\nfrom a test box " + forgedMax + " 0 true true"}
-	if got := auditRows(ctx, t, db.Pool); strings.Join(got, "|") != strings.Join(want, "|") {
+	if got := auditRows(t, db.Pool); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("audit rows %q, want %q", got, want)
 	}
 	if !strings.Contains(logs.String(), "fence row reset by an operator") || !strings.Contains(logs.String(), "actor=alice@ops") {
@@ -133,7 +122,7 @@ func TestResetFenceNeverClobbersARace(t *testing.T) {
 	if _, err := f.FenceReset(ctx, db.Pool, lease, pgfence.ResetOpts{Actor: "alice", Reason: "r", ExpectHighest: 0, To: 3}); !errors.As(err, &ce) || ce.Actual != 8 {
 		t.Fatalf("reset expecting no row = %v, want a conflict with 8", err)
 	}
-	if got := auditRows(ctx, t, db.Pool); len(got) != 0 {
+	if got := auditRows(t, db.Pool); len(got) != 0 {
 		t.Fatalf("refused resets were audited: %q", got)
 	}
 }
@@ -183,7 +172,7 @@ func TestResetFenceRefusesBadInput(t *testing.T) {
 	if h, _ := f.Highest(ctx, db.Pool, lease); h != 9 {
 		t.Fatalf("highest %d after refused input, want 9", h)
 	}
-	if got := auditRows(ctx, t, db.Pool); len(got) != 0 {
+	if got := auditRows(t, db.Pool); len(got) != 0 {
 		t.Fatalf("refused input was audited: %q", got)
 	}
 }

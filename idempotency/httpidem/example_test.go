@@ -9,11 +9,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/idempotency"
 	"github.com/coordkit/coordkit/idempotency/httpidem"
@@ -25,22 +21,13 @@ import (
 // a retry with the same Idempotency-Key replays the response and charges nothing.
 func ExampleMiddleware() {
 	ctx := context.Background()
-	url := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if url == "" {
-		url = coordtest.DefaultPostgresURL
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
+	pool, done := coordtest.ExamplePostgres()
+	defer done()
+	if _, err := pool.Exec(ctx, "CREATE TABLE charges (id bigserial PRIMARY KEY, amount bigint NOT NULL)"); err != nil {
 		log.Fatal(err)
 	}
-	defer pool.Close()
-	schema := fmt.Sprintf("httpidem_example_%d", time.Now().UnixNano())
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema+"; CREATE TABLE "+schema+".charges (id bigserial PRIMARY KEY, amount bigint NOT NULL)"); err != nil {
-		log.Fatal(err)
-	}
-	defer pool.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
 
-	store, err := idempotency.New(pool, idempotency.Config{Schema: schema})
+	store, err := idempotency.New(pool, idempotency.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -66,7 +53,7 @@ func ExampleMiddleware() {
 		}
 		tx, _ := idempotency.TxFromContext(r.Context())
 		var id int64
-		if err := tx.QueryRow(r.Context(), "INSERT INTO "+schema+".charges (amount) VALUES ($1) RETURNING id", req.Amount).Scan(&id); err != nil {
+		if err := tx.QueryRow(r.Context(), "INSERT INTO charges (amount) VALUES ($1) RETURNING id", req.Amount).Scan(&id); err != nil {
 			http.Error(w, "charge failed", http.StatusInternalServerError) // 5xx: nothing is stored
 			return
 		}
@@ -91,7 +78,7 @@ func ExampleMiddleware() {
 		fmt.Println(resp.StatusCode, resp.Header.Get(httpidem.ReplayedHeader), string(body))
 	}
 	var n int
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".charges").Scan(&n); err != nil {
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM charges").Scan(&n); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("charges:", n)

@@ -205,17 +205,6 @@ func start(t *testing.T, c *kafka.Consumer) (stop func()) {
 	return stop
 }
 
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // Consumers join and leave the group while records flow; handlers fail some
 // first tries (retried in place) and the topic holds re-published duplicates.
 // Every event has exactly one effect, in per-key order, and no offset is ever
@@ -239,16 +228,16 @@ func TestKafkaConsumerEffectivelyOnceAcrossRebalances(t *testing.T) {
 	var cs []*kafka.Consumer
 	add := func() func() { c := f.consumer(h); cs = append(cs, c); return start(t, c) }
 	stop1 := add()
-	waitUntil(t, "a quarter of the effects", 60*time.Second, func() bool { return f.effects() >= f.events()/4 })
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "a quarter of the effects", func() bool { return f.effects() >= f.events()/4 })
 	stop2 := add()
 	f.produce(keys, 30, 60, 7)
-	waitUntil(t, "half of the effects", 60*time.Second, func() bool { return f.effects() >= f.events()/2 })
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "half of the effects", func() bool { return f.effects() >= f.events()/2 })
 	stop1()
 	add()
 	f.produce(keys, 60, 90, 7)
-	waitUntil(t, "three quarters of the effects", 60*time.Second, func() bool { return f.effects() >= 3*f.events()/4 })
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "three quarters of the effects", func() bool { return f.effects() >= 3*f.events()/4 })
 	stop2()
-	waitUntil(t, "every effect", 60*time.Second, func() bool { return f.effects() == f.events() })
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "every effect", func() bool { return f.effects() == f.events() })
 	for _, c := range cs {
 		res.Faults["rebalances that revoked partitions"] += int(c.Stats().Revoked)
 	}
@@ -287,12 +276,12 @@ func TestKafkaConsumerYieldsToARebalance(t *testing.T) {
 	})
 	c1 := f.consumer(slow)
 	start(t, c1)
-	waitUntil(t, "the first member holding a record", 60*time.Second, blocked.Load)
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "the first member holding a record", blocked.Load)
 	c2 := f.consumer(f.handler(nil))
 	start(t, c2)
 	time.Sleep(time.Second) // the join is pending now, blocked by c1's poll
 	close(release)
-	waitUntil(t, "every effect", 60*time.Second, func() bool { return f.effects() == f.events() })
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "every effect", func() bool { return f.effects() == f.events() })
 	s1 := c1.Stats()
 	t.Logf("first member: %+v; second: %+v; commits %d", s1, c2.Stats(), f.commits.Load())
 	if s1.Interrupted == 0 {
@@ -338,7 +327,7 @@ func TestKafkaConsumerDeadLettersPoison(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, c)
-	waitUntil(t, "the four other records applied", 60*time.Second, func() bool { return f.effects() == 4 })
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "the four other records applied", func() bool { return f.effects() == 4 })
 	stop()
 	mu.Lock()
 	defer mu.Unlock()

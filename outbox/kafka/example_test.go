@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -18,42 +15,12 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// exampleDB gives an example a pool on a fresh schema of the test PostgreSQL.
-func exampleDB() (*pgxpool.Pool, func()) {
-	ctx := context.Background()
-	url := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if url == "" {
-		url = coordtest.DefaultPostgresURL
-	}
-	schema := fmt.Sprintf("example_%d", time.Now().UnixNano())
-	admin, err := pgxpool.New(ctx, url)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		log.Fatal(err)
-	}
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	pool, err := pgxpool.New(ctx, url+sep+"search_path="+schema)
-	if err != nil {
-		log.Fatal(err)
-	}
-	return pool, func() {
-		pool.Close()
-		_, _ = admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close()
-	}
-}
-
 // The whole path over Kafka (here an in-process kfake cluster): enqueue in the
 // business transaction, a relay produces with franz-go, a consumer group member
 // applies the effect once, in a transaction with its inbox record, and commits
 // the offset after that transaction.
 func Example() {
-	pool, done := exampleDB()
+	pool, done := coordtest.ExamplePostgres()
 	defer done()
 	ctx := context.Background()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))

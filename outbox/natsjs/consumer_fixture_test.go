@@ -154,14 +154,3 @@ func (f *consumerFixture) config(handler func(context.Context, pgx.Tx, jetstream
 	return natsjs.ConsumerConfig{Name: "effects", DB: f.db.Pool, Inbox: f.in, Handler: handler, MaxDeliveries: 5,
 		Backoff: coord.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond}, MeterProvider: f.tm}
 }
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

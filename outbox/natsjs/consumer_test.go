@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/outbox/natsjs"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // Pull and push: every committed event has exactly one effect although the
@@ -59,13 +60,13 @@ func TestConsumerEffectivelyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			stop := run(t, c)
-			waitUntil(t, "every event applied", 30*time.Second, func() bool { return f.effects() == len(ids) })
+			coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "every event applied", func() bool { return f.effects() == len(ids) })
 			// Publish everything again, past the 100 ms duplicate window.
 			time.Sleep(150 * time.Millisecond)
 			if _, err := f.db.Pool.Exec(context.Background(), `UPDATE ob SET published_at = NULL`); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "the re-publication skipped", 30*time.Second, func() bool {
+			coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "the re-publication skipped", func() bool {
 				return tm.sum("coordkit.outbox.inbox.duplicates") >= float64(len(ids))
 			})
 			if err := stop(); err != nil {
@@ -129,7 +130,7 @@ func TestConsumerDeadLettersPoison(t *testing.T) {
 	run(t, c)
 	// Everything but poison:0 is applied (the poison key's later events are
 	// separate messages: JetStream does not block them).
-	waitUntil(t, "the other events applied and two messages dead-lettered", 30*time.Second, func() bool {
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "the other events applied and two messages dead-lettered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return f.effects() == len(ids)-1 && len(dead) == 2
@@ -176,7 +177,7 @@ func TestConsumerKeepsAMessageItCouldNotDeadLetter(t *testing.T) {
 	}
 	c, _ := natsjs.NewConsumer(f.pull("effects", nil), cfg)
 	run(t, c)
-	waitUntil(t, "dead-lettered on the third try", 30*time.Second, func() bool { return tm.sum("coordkit.outbox.consumer.dead_lettered") == 1 })
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "dead-lettered on the third try", func() bool { return tm.sum("coordkit.outbox.consumer.dead_lettered") == 1 })
 	if calls.Load() != 3 {
 		t.Fatalf("DeadLetter called %d times", calls.Load())
 	}
@@ -247,7 +248,7 @@ func TestConsumerStopsCleanly(t *testing.T) {
 	}
 	c2, _ := natsjs.NewConsumer(f.pull("effects", ackWait), f.config(f.effect(nil)))
 	run(t, c2)
-	waitUntil(t, "k:1 and k:2 applied by the next run (handed back, well before AckWait)", 20*time.Second, func() bool { return f.effects() == 3 })
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "k:1 and k:2 applied by the next run (handed back, well before AckWait)", func() bool { return f.effects() == 3 })
 }
 
 // A relay whose publisher declares a subject no stream captures does not start:

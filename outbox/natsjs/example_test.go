@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,31 +21,9 @@ import (
 // capturing orders<n>.>.
 func exampleEnv() (pool *pgxpool.Pool, js jetstream.JetStream, stream, prefix string, done func()) {
 	ctx := context.Background()
-	pgURL := os.Getenv("COORD_TEST_POSTGRES_URL")
-	if pgURL == "" {
-		pgURL = coordtest.DefaultPostgresURL
-	}
-	natsURL := os.Getenv("COORD_TEST_NATS_URL")
-	if natsURL == "" {
-		natsURL = coordtest.DefaultNATSURL
-	}
+	pool, dropSchema := coordtest.ExamplePostgres()
 	n := time.Now().UnixNano()
-	schema := fmt.Sprintf("example_%d", n)
-	admin, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		log.Fatal(err)
-	}
-	sep := "?"
-	if strings.Contains(pgURL, "?") {
-		sep = "&"
-	}
-	if pool, err = pgxpool.New(ctx, pgURL+sep+"search_path="+schema); err != nil {
-		log.Fatal(err)
-	}
-	nc, err := nats.Connect(natsURL)
+	nc, err := nats.Connect(coordtest.ExampleNATSURL())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,9 +37,7 @@ func exampleEnv() (pool *pgxpool.Pool, js jetstream.JetStream, stream, prefix st
 	return pool, js, stream, prefix, func() {
 		_ = js.DeleteStream(ctx, stream)
 		nc.Close()
-		pool.Close()
-		_, _ = admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close()
+		dropSchema()
 	}
 }
 

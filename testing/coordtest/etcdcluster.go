@@ -138,7 +138,7 @@ func (m *EtcdMember) Start() error {
 	if err := m.Process.Start(); err != nil {
 		return err
 	}
-	return m.waitOutput("ready", memberReadyTimeout)
+	return m.Printed("ready", memberReadyTimeout)
 }
 
 // Restart kills the member and starts it again, returning once it is ready.

@@ -167,14 +167,15 @@ func (p *Process) Output() string { return p.out.String() }
 // fails the test.
 func (p *Process) WaitOutput(t testing.TB, substr string, timeout time.Duration) {
 	t.Helper()
-	if err := p.waitOutput(substr, timeout); err != nil {
+	if err := p.Printed(substr, timeout); err != nil {
 		t.Fatalf("coordtest: %v", err)
 	}
 }
 
-// waitOutput waits until the current run of the process has written substr, and
-// says why not: the process exited, or timeout passed.
-func (p *Process) waitOutput(substr string, timeout time.Duration) error {
+// Printed waits until the current run of the process has written substr and
+// returns nil, or says why not: the process exited, or timeout passed. For a
+// test that counts the runs that got there instead of failing on the first.
+func (p *Process) Printed(substr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	p.mu.Lock()
 	mark := p.mark

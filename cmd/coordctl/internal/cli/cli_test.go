@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/admin"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/cli"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/testenv"
@@ -271,16 +269,8 @@ func sagaRow(t *testing.T, e *testenv.Env, id string) (state string, updated str
 
 func auditRows(t *testing.T, e *testenv.Env) []string {
 	t.Helper()
-	rows, err := e.DB.Pool.Query(testenv.Ctx(t), `SELECT action || ' ' || target || ' ' || outcome || ' ' || actor || ' ' || via || ' ' || reason
+	return coordtest.TextRows(t, e.DB.Pool, `SELECT action || ' ' || target || ' ' || outcome || ' ' || actor || ' ' || via || ' ' || reason
 		|| ' ' || (before IS NOT NULL)::text || ' ' || (after IS NOT NULL)::text FROM coordctl_audit ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }
 
 // TestMutationsAreConfirmedAuditedAndCompareAndSet: nothing changes without
