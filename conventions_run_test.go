@@ -1,6 +1,7 @@
 package coordkit_test
 
 import (
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -52,7 +53,8 @@ func TestConventionsCatchViolations(t *testing.T) {
 	fixture := loadPkg(t, "testdata/conventions/badfeature", modulePath+"/badfeature")
 	got := strings.Join(conventions([]*pkg{fixture}), "\n")
 	for _, want := range []string{
-		"imports " + modulePath + "/outbox: a feature package never imports a sibling feature package",
+		"imports " + modulePath + "/outbox: a feature package never imports a sibling feature package: declare an interface it satisfies, or, if this package is made of it, make this package a composite (add it to composes",
+		"imports " + modulePath + "/ownership: nothing imports a composite package but a composite made of it",
 		"imports " + modulePath + "/testing/coordtest: only tests and cmd/ import testing/",
 		"Undocumented is not documented",
 		"Config field's default is a literal in its doc",
@@ -87,5 +89,38 @@ func TestConventionsCatchViolations(t *testing.T) {
 	floor := loadPkg(t, "testdata/conventions/coord", modulePath+"/coord")
 	if got := strings.Join(conventions([]*pkg{floor}), "\n"); !strings.Contains(got, "coord is the floor: standard library only") {
 		t.Errorf("coord importing a driver was not caught; got:\n%s", got)
+	}
+}
+
+// guideMisses returns the top-level packages (features and composites) the
+// decision guide does not name as `pkg`.
+func guideMisses(guide string, ps []*pkg) []string {
+	var miss []string
+	for _, p := range ps {
+		rel := strings.TrimPrefix(p.importPath, modulePath+"/")
+		if !p.library() || strings.Contains(rel, "/") || rel == "coord" || rel == modulePath {
+			continue
+		}
+		if !strings.Contains(guide, "`"+rel+"`") && !strings.Contains(guide, "`"+rel+".") {
+			miss = append(miss, rel)
+		}
+	}
+	return miss
+}
+
+// TestDecisionGuideNamesEveryPackage: docs/decision-guide.md, the newcomer's
+// first page, answers with every feature and composite (a new package that it
+// does not name is a question it cannot answer); a guide without one is caught.
+func TestDecisionGuideNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("docs/decision-guide.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := modulePkgs(t)
+	for _, rel := range guideMisses(string(b), ps) {
+		t.Errorf("docs/decision-guide.md does not name `%s`: say when to use it", rel)
+	}
+	if miss := guideMisses(strings.ReplaceAll(string(b), "`ownership", "`owner"), ps); !slices.Contains(miss, "ownership") {
+		t.Errorf("a guide without ownership was not caught: %v", miss)
 	}
 }

@@ -145,8 +145,10 @@ func checkImports(p *pkg) []string {
 				bad = append(bad, where+"internal/ imports only coord and internal/")
 			case itop == "coord" || itop == "internal":
 			case itop != top && slices.Contains(composes[top], itop):
+			case itop != top && composes[itop] != nil:
+				bad = append(bad, where+"nothing imports a composite package but a composite made of it (composes in conventions_test.go)")
 			case itop != top:
-				bad = append(bad, where+"a feature package never imports a sibling feature package (declare an interface)")
+				bad = append(bad, where+"a feature package never imports a sibling feature package: declare an interface it satisfies, or, if this package is made of it, make this package a composite (add it to composes in conventions_test.go; docs/architecture.md, Adding a package)")
 			case !strings.HasPrefix(rel, irel+"/"):
 				bad = append(bad, where+"within a package family, imports point up to an ancestor only")
 			}
