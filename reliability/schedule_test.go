@@ -320,7 +320,7 @@ func TestScheduleDSTOnAnAcceleratedClock(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(3 * time.Second) // the clock runs on: about 7 more days
+	time.Sleep(2 * time.Second) // the clock runs on: about 5 more days
 	res.Outcome = map[string]int64{}
 	for _, p := range phases {
 		p.v.stopped = time.Now()

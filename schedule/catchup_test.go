@@ -53,6 +53,7 @@ func TestCatchUpAfterTenIntervalsAway(t *testing.T) {
 		{CatchUpSkip, map[string]int{"missed/window": 4, "missed/skipped": 6}},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
+			t.Parallel() // each on its own etcd and schema; they mostly wait
 			e := newEnv(t)
 			clock := coordtest.NewFakeClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			job := Job{Name: "minutely", Every: time.Minute, CatchUp: tc.policy, MaxCatchUp: 3, Window: 5 * time.Minute, Handler: effect}
@@ -106,6 +107,7 @@ func TestDSTEndToEnd(t *testing.T) {
 		{"gap skip", time.Date(2026, 3, 8, 5, 0, 0, 0, time.UTC), 4, FoldOnce, GapSkip, 8, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			clock := coordtest.NewFakeClock(tc.start)
 			job := Job{Name: "halfhourly", Cron: "*/30 * * * *", Zone: "America/New_York", Fold: tc.fold, Gap: tc.gap,

@@ -41,7 +41,8 @@ func Example() {
 		fmt.Println("create:", err)
 		return
 	}
-	s, err := schedule.New(etcd, pool, schedule.Config{Tenant: "acme", Partitions: 4})
+	// PollInterval: how soon the owner sees an operator's request (default 2 s).
+	s, err := schedule.New(etcd, pool, schedule.Config{Tenant: "acme", Partitions: 4, PollInterval: 100 * time.Millisecond})
 	if err != nil {
 		fmt.Println("config:", err)
 		return
