@@ -14,10 +14,12 @@
 //   - KeepsKeyOrderAcrossCalls: successive batches of the same keys stay in order;
 //   - FailedKeyStopsItsLaterMessages: when one message of a key cannot be
 //     delivered (its topic does not exist), Publish returns one error per message,
-//     the failed message's and every later message's of that key are not nil, none
-//     of those later messages reaches the broker, and the other keys are delivered;
+//     the failed message's (the broker's error, not ErrSkipped) and every later
+//     message's of that key are not nil, none of those later messages reaches the
+//     broker, and the other keys' errors are nil, each on its own message;
 //   - DoneContextSendsNothing: with ctx already done, Publish returns at once with
-//     an error matching outbox.ErrSkipped (or ctx's error) for every message;
+//     an error matching outbox.ErrSkipped for every message (not attempted: the
+//     relay does not count it toward MaxAttempts);
 //   - ConcurrentCallsKeepKeyOrder: several relays publishing at once (disjoint
 //     keys, as relays claim them) lose nothing and keep each key's order.
 //

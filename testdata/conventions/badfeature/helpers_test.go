@@ -31,3 +31,7 @@ func servers() (string, error) {
 	_, err := coordtest.StartEtcd(os.TempDir())
 	return url, err
 }
+
+func alerts() ([]byte, error) {
+	return os.ReadFile("../deploy/prometheus/alerts.yaml")
+}
