@@ -44,6 +44,7 @@ type schedRun struct {
 	cron, zone, fold, gap string
 	clockStart            time.Time
 	speed                 float64
+	outside               bool // the self-test: effects outside the fire's transaction
 }
 
 // schedWorker is one scheduler process and its own proxies to every etcd member.
@@ -122,6 +123,9 @@ func startSchedWorkers(t *testing.T, run schedRun, eps []string, v *schedVerdict
 		args := []string{"-etcd", strings.Join(weps, ","), "-pg", url, "-tenant", run.tenant, "-name", w.name,
 			"-partitions", strconv.Itoa(run.partitions), "-jobs", strconv.Itoa(run.jobs), "-ttl", run.ttl.String(),
 			"-window", run.window.String(), "-intx-file", w.intxF, "-die-file", w.dieFile}
+		if run.outside {
+			args = append(args, "-outside")
+		}
 		if run.cron != "" {
 			args = append(args, "-cron", run.cron, "-zone", run.zone, "-fold", run.fold, "-gap", run.gap,
 				"-clock-start", run.clockStart.Format(time.RFC3339), "-clock-base", strconv.FormatInt(v.clockBase.UnixNano(), 10),
@@ -243,14 +247,16 @@ func runSchedule(t *testing.T, run schedRun) *schedVerdict {
 
 // TestScheduleUnderFaults: scheduler processes fire interval jobs whose
 // handlers write one effect row per fire, while the firing schedulers are
-// SIGSTOPped for 2 TTLs (at a random moment, and inside a fire's
-// transaction), killed -9 between writing COMMIT and reading its reply, and
-// cut off from etcd for 2 TTLs (and, in the full tier, while the etcd leader
-// restarts and every scheduler is restarted in turn). Pass: effects =
+// SIGSTOPped for 2 TTLs inside a fire's transaction, killed -9 between
+// writing COMMIT and reading its reply, and cut off from etcd for 2 TTLs
+// (and, in the full tier, SIGSTOPped at a random moment too, while the etcd
+// leader restarts and every scheduler is restarted in turn; the bounded
+// tier's random-moment SIGSTOP is TestScheduleDSTOnAnAcceleratedClock's). Pass: effects =
 // distinct fire identities, each with its ok record; no scheduled fire
 // missing; none missed inside the catch-up window; the lag reported.
 func TestScheduleUnderFaults(t *testing.T) {
-	faults := coordtest.Pick([]string{schedFaultPause, schedFaultPauseInTx, schedFaultKill, schedFaultBlackhole},
+	// The bounded tier's SIGSTOP at a random moment is the DST scenario's.
+	faults := coordtest.Pick([]string{schedFaultPauseInTx, schedFaultKill, schedFaultBlackhole},
 		[]string{schedFaultPause, schedFaultPauseInTx, schedFaultKill, schedFaultBlackhole, schedFaultLeader, schedFaultRolling})
 	res := coordtest.NewResult(t, "schedule: schedulers SIGSTOPped before and inside a fire's transaction, killed after COMMIT, cut off from etcd (full tier: also etcd leader restart, rolling restart, ≥ 10,000 fires): one effect per fire, none missed in the window",
 		coordtest.Faults(faults...))
@@ -337,4 +343,26 @@ func TestScheduleDSTOnAnAcceleratedClock(t *testing.T) {
 		}
 	}
 	res.Trials = len(phases)
+}
+
+// TestScheduleScenarioCatchesAnEffectOutsideTheTransaction runs the scenario's
+// in-transaction pause with schedulers whose handlers write their effect
+// through the pool instead of the fire's transaction: the frozen scheduler's
+// effect lands when it wakes, after its successor ran the same fire, and the
+// scenario must report the duplicate — else its passing on the real handlers
+// would prove nothing.
+func TestScheduleScenarioCatchesAnEffectOutsideTheTransaction(t *testing.T) {
+	v := runSchedule(t, schedRun{workers: 2, jobs: 6, partitions: 8, every: 300 * time.Millisecond, ttl: 2 * time.Second, window: time.Minute,
+		etcdMembers: 1, tenant: "rel", faults: []string{schedFaultPauseInTx}, outside: true})
+	if v.faults[schedFaultPauseInTx] == 0 {
+		t.Fatalf("the scheduler was not paused inside a fire (faults %v): the run cannot tell", v.faults)
+	}
+	found := false
+	for _, msg := range v.violations {
+		t.Logf("violation found, as it must be: %.300s", msg)
+		found = found || strings.Contains(msg, "duplicates")
+	}
+	if !found {
+		t.Errorf("with effects outside the transaction the scenario reported no duplicate; violations: %q", v.violations)
+	}
 }

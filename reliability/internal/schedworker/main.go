@@ -13,6 +13,9 @@
 //	DIE <ns>                    armed by -die-file: COMMIT was written, the reply not read: SIGKILL follows
 //	LEFT <ns>                   after a SIGTERM, Run returned (the partitions handed over)
 //
+// -outside writes the effect through the pool instead of the fire's
+// transaction: the scenarios' self-test, which must then find a duplicate.
+//
 // -clock-start and -clock-speed run the schedule's clock from an instant, faster
 // than real time (the DST scenarios); the leases keep real time.
 package main
@@ -31,6 +34,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -71,6 +75,7 @@ func run() int {
 	intxFile := flag.String("intx-file", "", "when this file exists, the next fire sleeps inside its transaction (INTX)")
 	dieFile := flag.String("die-file", "", "when this file exists, die right after writing a COMMIT (DIE)")
 	name := flag.String("name", "w", "this scheduler's name (the effects' writer column)")
+	outside := flag.Bool("outside", false, "write the effect through the pool, outside the fire's transaction (the scenarios' self-test)")
 	flag.Parse()
 
 	logger := slog.New(&lineHandler{})
@@ -115,7 +120,13 @@ func run() int {
 			say("INTX %s", f.ID)
 			time.Sleep(500 * time.Millisecond)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO effects (key, job, nominal, token, writer) VALUES ($1, $2, $3, $4, $5)`,
+		var db interface {
+			Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+		} = tx
+		if *outside {
+			db = pool //coordvet:ignore schedulefire owner=reliability expires=2027-06-30 the self-test writes outside the transaction on purpose
+		}
+		_, err := db.Exec(ctx, `INSERT INTO effects (key, job, nominal, token, writer) VALUES ($1, $2, $3, $4, $5)`,
 			f.Key(), f.Job, f.Nominal, f.Token.String(), *name)
 		return err
 	}
