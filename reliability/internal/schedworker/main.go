@@ -124,7 +124,7 @@ func run() int {
 			Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 		} = tx
 		if *outside {
-			db = pool //coordvet:ignore schedulefire owner=reliability expires=2027-06-30 the self-test writes outside the transaction on purpose
+			db = pool // the self-test: outside the transaction on purpose
 		}
 		_, err := db.Exec(ctx, `INSERT INTO effects (key, job, nominal, token, writer) VALUES ($1, $2, $3, $4, $5)`,
 			f.Key(), f.Job, f.Nominal, f.Token.String(), *name)
