@@ -36,10 +36,12 @@ var (
 	retryIdx        = pgschema.Derived{Suffix: "_retry", What: "index"}
 	publishedIdx    = pgschema.Derived{Suffix: "_published", What: "index"}
 	seqIdx          = pgschema.Derived{Suffix: "_seq", What: "index"}
+	keyTimeIdx      = pgschema.Derived{Suffix: "_kt", What: "index (key, parking time)"}
 	// The dead-letter table's own indexes; derived from Table too when
 	// DeadLetterTable is left to its default.
 	deadKeyIdx = pgschema.Derived{Suffix: "_parked_key", What: "dead-letter index"}
 	deadSeqIdx = pgschema.Derived{Suffix: "_parked_seq", What: "dead-letter index"}
+	deadKTIdx  = pgschema.Derived{Suffix: "_parked_kt", What: "dead-letter index"}
 )
 
 // Bounds of Config.
@@ -171,8 +173,8 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	fromTable := []pgschema.Derived{pendingIdx, keyIdx, retryIdx, publishedIdx}
 	if c.DeadLetterTable == c.Table+deadLetterTable.Suffix {
-		fromTable = append(fromTable, deadLetterTable, deadKeyIdx, deadSeqIdx)
-	} else if ne := pgschema.CheckIdent("DeadLetterTable", c.DeadLetterTable, keyIdx, seqIdx); ne != nil {
+		fromTable = append(fromTable, deadLetterTable, deadKeyIdx, deadSeqIdx, deadKTIdx)
+	} else if ne := pgschema.CheckIdent("DeadLetterTable", c.DeadLetterTable, keyIdx, seqIdx, keyTimeIdx); ne != nil {
 		return nameError(ne)
 	}
 	if c.Channel == c.Table+readyChannel.Suffix {

@@ -17,14 +17,15 @@ var migrations embed.FS
 // dead-letter table.
 func outboxComponent(cfg Config) (pgschema.Component, error) {
 	ms, err := pgschema.Load(migrations, "migrations/outbox", map[string]string{
-		"table":         pgschema.Qualified(cfg.Schema, cfg.Table),
-		"dead":          pgschema.Qualified(cfg.Schema, cfg.DeadLetterTable),
-		"idx_pending":   pgschema.Quoted(cfg.Table + pendingIdx.Suffix),
-		"idx_key":       pgschema.Quoted(cfg.Table + keyIdx.Suffix),
-		"idx_retry":     pgschema.Quoted(cfg.Table + retryIdx.Suffix),
-		"idx_published": pgschema.Quoted(cfg.Table + publishedIdx.Suffix),
-		"idx_dead_key":  pgschema.Quoted(cfg.DeadLetterTable + keyIdx.Suffix),
-		"idx_dead_seq":  pgschema.Quoted(cfg.DeadLetterTable + seqIdx.Suffix),
+		"table":             pgschema.Qualified(cfg.Schema, cfg.Table),
+		"dead":              pgschema.Qualified(cfg.Schema, cfg.DeadLetterTable),
+		"idx_pending":       pgschema.Quoted(cfg.Table + pendingIdx.Suffix),
+		"idx_key":           pgschema.Quoted(cfg.Table + keyIdx.Suffix),
+		"idx_retry":         pgschema.Quoted(cfg.Table + retryIdx.Suffix),
+		"idx_published":     pgschema.Quoted(cfg.Table + publishedIdx.Suffix),
+		"idx_dead_key":      pgschema.Quoted(cfg.DeadLetterTable + keyIdx.Suffix),
+		"idx_dead_seq":      pgschema.Quoted(cfg.DeadLetterTable + seqIdx.Suffix),
+		"idx_dead_key_time": pgschema.Quoted(cfg.DeadLetterTable + keyTimeIdx.Suffix),
 	})
 	if err != nil {
 		return pgschema.Component{}, fmt.Errorf("outbox: %w", err)

@@ -135,7 +135,11 @@ func (o SagaListOpts) where(page bool) (string, []any, error) {
 			}
 			states = append(states, string(s))
 		}
-		conds = append(conds, "state = ANY("+arg(states)+"::text[])")
+		if len(states) == 1 { // so that the (state, state_since, id) index orders the page
+			conds = append(conds, "state = "+arg(states[0]))
+		} else {
+			conds = append(conds, "state = ANY("+arg(states)+"::text[])")
+		}
 	}
 	if o.OlderThan < 0 {
 		return "", nil, fmt.Errorf("%w: list age %v negative", ErrInvalidConfig, o.OlderThan)

@@ -44,14 +44,14 @@ func (a *Admin) SagaPage(ctx context.Context, f SagaFilter) (SagaPage, error) {
 		return SagaPage{}, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
 	}
 	opts := f.opts()
-	res, err := c.SagaList(ctx, opts)
-	if err != nil {
-		return SagaPage{}, err
-	}
 	all := *opts
 	all.States = nil
-	counts, err := c.SagaCount(ctx, &all)
-	if err != nil {
+	var res saga.SagaListResult
+	var counts []saga.StateCount
+	// The page and the counts at once, on two connections: each may scan (a
+	// search), so their sum would be the page's time.
+	if err := both(ctx, func(ctx context.Context) (err error) { res, err = c.SagaList(ctx, opts); return err },
+		func(ctx context.Context) (err error) { counts, err = c.SagaCount(ctx, &all); return err }); err != nil {
 		return SagaPage{}, err
 	}
 	p := SagaPage{Sagas: make([]Saga, 0, len(res.Sagas)), Counts: map[string]int64{}, Next: res.Next}
@@ -78,6 +78,25 @@ func (f SagaFilter) opts() *saga.SagaListOpts {
 		o.States = append(o.States, saga.State(s))
 	}
 	return o
+}
+
+// both runs reads at once and returns the first error (the others are
+// cancelled).
+func both(ctx context.Context, reads ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(reads))
+	for _, r := range reads {
+		go func() { errs <- r(ctx) }()
+	}
+	var first error
+	for range reads {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
 }
 
 func contains(list []string, s string) bool {
@@ -132,23 +151,28 @@ func (a *Admin) ParkedPage(ctx context.Context, f ParkedFilter) (ParkedPage, err
 	if f.Limit < 0 || f.Limit > MaxPageSize {
 		return ParkedPage{}, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
 	}
-	res, err := a.ob.ParkedList(ctx, pool, f.opts())
-	if err != nil {
+	var res outbox.ParkedListResult
+	var p ParkedPage
+	count := int64(-1)
+	// The page, the status and (for a filter) the count at once.
+	if err := both(ctx, func(ctx context.Context) (err error) { res, err = a.ob.ParkedList(ctx, pool, f.opts()); return err },
+		func(ctx context.Context) (err error) { p.Status, err = a.OutboxStatus(ctx); return err },
+		func(ctx context.Context) (err error) {
+			if !f.IsZero() {
+				count, err = a.ob.ParkedCount(ctx, pool, f.opts())
+			}
+			return err
+		}); err != nil {
 		return ParkedPage{}, err
 	}
-	p := ParkedPage{Events: make([]ParkedEvent, 0, len(res.Events)), Next: res.Next}
+	p.Events, p.Next = make([]ParkedEvent, 0, len(res.Events)), res.Next
 	for _, e := range res.Events {
 		p.Events = append(p.Events, parkedOf(e))
 	}
-	if p.Status, err = a.OutboxStatus(ctx); err != nil {
-		return ParkedPage{}, err
-	}
 	p.Counts = map[string]int64{"pending": p.Status.Pending, "parked": p.Status.Parked}
 	p.Total = p.Status.Parked
-	if !f.IsZero() {
-		if p.Total, err = a.ob.ParkedCount(ctx, pool, f.opts()); err != nil {
-			return ParkedPage{}, err
-		}
+	if count >= 0 {
+		p.Total = count
 	}
 	return p, nil
 }

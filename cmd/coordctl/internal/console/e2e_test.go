@@ -60,7 +60,7 @@ func browser(t *testing.T) context.Context {
 }
 
 // serve runs the console over e on a free loopback port and returns its URL.
-func serve(t *testing.T, e *testenv.Env, cfg console.Config) string {
+func serve(t testing.TB, e *testenv.Env, cfg console.Config) string {
 	t.Helper()
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"

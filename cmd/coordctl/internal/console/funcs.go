@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/view"
@@ -27,6 +28,7 @@ var funcs = template.FuncMap{
 	"ts":    view.TS,
 	"tsp":   view.TSp,
 	"age":   view.Age,
+	"agem":  ageMinutes,
 	"lower": strings.ToLower,
 	"deref": deref,
 	"has":   func(list []string, s string) bool { return slices.Contains(list, s) },
@@ -58,6 +60,17 @@ func deref(p any) any {
 		return *v
 	}
 	return p
+}
+
+// ageMinutes is an age to the second under a minute and to the minute beyond:
+// a live row (a saga's time in its state) then changes once a minute, not at
+// every refresh.
+func ageMinutes(sec float64) string {
+	if sec < 60 {
+		return view.Age(sec)
+	}
+	d := (time.Duration(sec) * time.Second).Round(time.Minute).String()
+	return strings.TrimSuffix(d, "0s")
 }
 
 // pretty indents JSON (or returns it as it is).

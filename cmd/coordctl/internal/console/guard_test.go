@@ -40,7 +40,7 @@ func TestNonLoopbackNeedsATokenOrMTLS(t *testing.T) {
 	}
 }
 
-func client(t *testing.T) *http.Client {
+func client(t testing.TB) *http.Client {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -49,7 +49,7 @@ func client(t *testing.T) *http.Client {
 	return &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func get(t *testing.T, c *http.Client, u string, h map[string]string) (*http.Response, string) {
+func get(t testing.TB, c *http.Client, u string, h map[string]string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {

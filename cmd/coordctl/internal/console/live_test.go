@@ -26,7 +26,7 @@ var digestAttr = regexp.MustCompile(`data-digest="([0-9a-f]+)"`)
 // stream opens the live stream of path as a browser that loaded the page
 // does (with its cookies, and — withDigest — the digest of the region it
 // shows), and returns its events.
-func stream(t *testing.T, ctx context.Context, base, path string, withDigest bool) <-chan sseEvent {
+func stream(t testing.TB, ctx context.Context, base, path string, withDigest bool) <-chan sseEvent {
 	t.Helper()
 	c := client(t)
 	c.Timeout = 0
