@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // instrumentCtors are the OpenTelemetry meter methods that create an instrument.
@@ -134,45 +134,25 @@ func checkExpr(t *testing.T, where, expr string, metrics map[string]string, labe
 
 func TestAlertRules(t *testing.T) {
 	metrics, labels := sdkMetrics(t)
-	b, err := os.ReadFile("prometheus/alerts.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Groups []struct {
-			Name  string `json:"name"`
-			Rules []struct {
-				Alert       string            `json:"alert"`
-				Expr        string            `json:"expr"`
-				For         string            `json:"for"`
-				Labels      map[string]string `json:"labels"`
-				Annotations map[string]string `json:"annotations"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	if err := yaml.UnmarshalStrict(b, &file); err != nil {
-		t.Fatalf("alerts.yaml is not a valid rule file: %v", err)
-	}
 	want := map[string]bool{"coordkit_pgfence_rejected": false, "coordkit_outbox_publish_lag_seconds": false, "coordkit_saga_state_age_seconds": false,
 		"coordkit_saga_compensation_failures": false, "coordkit_failstatic_staleness_seconds": false, "coordkit_correctnesslease_step_downs": false}
-	rules := 0
-	for _, g := range file.Groups {
-		for _, r := range g.Rules {
-			rules++
-			where := g.Name + "/" + r.Alert
-			if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
-				t.Errorf("%s: alert, expr, labels.severity and annotations.summary are required", where)
-			}
-			if strings.Count(r.Expr, "(") != strings.Count(r.Expr, ")") {
-				t.Errorf("%s: unbalanced parentheses in %q", where, r.Expr)
-			}
-			if checkExpr(t, where, r.Expr, metrics, labels) == 0 {
-				t.Errorf("%s: references no coordkit metric", where)
-			}
-			for m := range want {
-				if strings.Contains(r.Expr, m) {
-					want[m] = true
-				}
+	rules := coordtest.AlertRules(t) // strict: an unknown field fails
+	groups := map[string]bool{}
+	for _, r := range rules {
+		groups[r.Group] = true
+		where := r.Group + "/" + r.Alert
+		if r.Alert == "" || r.Expr == "" || r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+			t.Errorf("%s: alert, expr, labels.severity and annotations.summary are required", where)
+		}
+		if strings.Count(r.Expr, "(") != strings.Count(r.Expr, ")") {
+			t.Errorf("%s: unbalanced parentheses in %q", where, r.Expr)
+		}
+		if checkExpr(t, where, r.Expr, metrics, labels) == 0 {
+			t.Errorf("%s: references no coordkit metric", where)
+		}
+		for m := range want {
+			if strings.Contains(r.Expr, m) {
+				want[m] = true
 			}
 		}
 	}
@@ -181,7 +161,7 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("no alert on %s (RFC signal)", m)
 		}
 	}
-	t.Logf("%d rules in %d groups", rules, len(file.Groups))
+	t.Logf("%d rules in %d groups", len(rules), len(groups))
 }
 
 func TestDashboard(t *testing.T) {

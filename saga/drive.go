@@ -104,17 +104,11 @@ func (r *runner) forward(ctx context.Context, s *claimed, def *erasedDef, deadli
 		}
 		if next == len(def.steps) {
 			t.state, t.release = StateCompleted, true
-			if ctx.Err() == nil {
-				t.chain = r.types
-			}
 		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		w, err := c.write(wctx, s, t)
-		cancel()
+		w, err := r.advance(ctx, s, t, deadline)
 		if err != nil {
 			return false, err
 		}
-		*deadline = time.Now().Add(c.cfg.ClaimTTL - c.cfg.ClaimTTL/5)
 		c.stats.steps.Add(1)
 		c.metrics.steps.Add(ctx, 1, stepAttrs(s.typ, st.name, "ok"))
 		r.at(hookAfterCommit, s)
@@ -183,6 +177,24 @@ func (r *runner) retry(ctx context.Context, s *claimed, step string, state State
 	return nil
 }
 
+// advance records t, the state after a step or compensation that succeeded,
+// even while the runner stops (writeTimeout), and renews the claim's deadline.
+// A transition that ends the saga chains to the next due one of r's types,
+// unless ctx is done.
+func (r *runner) advance(ctx context.Context, s *claimed, t transition, deadline *time.Time) (written, error) {
+	if t.release && ctx.Err() == nil {
+		t.chain = r.types
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	w, err := r.c.write(wctx, s, t)
+	cancel()
+	if err != nil {
+		return w, err
+	}
+	*deadline = time.Now().Add(r.c.cfg.ClaimTTL - r.c.cfg.ClaimTTL/5)
+	return w, nil
+}
+
 // backward runs the compensation of the current step.
 func (r *runner) backward(ctx context.Context, s *claimed, def *erasedDef, deadline *time.Time) (bool, error) {
 	c := r.c
@@ -204,17 +216,11 @@ func (r *runner) backward(ctx context.Context, s *claimed, def *erasedDef, deadl
 		t := transition{state: StateCompensating, step: next, data: data}
 		if next < 0 {
 			t.state, t.release = StateCompensated, true
-			if ctx.Err() == nil {
-				t.chain = r.types
-			}
 		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		w, err := c.write(wctx, s, t)
-		cancel()
+		w, err := r.advance(ctx, s, t, deadline)
 		if err != nil {
 			return false, err
 		}
-		*deadline = time.Now().Add(c.cfg.ClaimTTL - c.cfg.ClaimTTL/5)
 		c.stats.compensations.Add(1)
 		c.metrics.steps.Add(ctx, 1, stepAttrs(s.typ, st.name, "compensated"))
 		r.at(hookAfterCompCommit, s)

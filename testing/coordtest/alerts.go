@@ -20,7 +20,8 @@ type AlertRule struct {
 
 // AlertRules returns the rules of the repository's deploy/prometheus/alerts.yaml
 // (found from the test's directory up to the module root), failing the test when
-// the file is missing or does not parse. A package's test holds its alerts, its
+// the file is missing or does not parse as a rule file (strictly: an unknown
+// field fails). A package's test holds its alerts, its
 // metric names and its runbooks together with it.
 func AlertRules(t testing.TB) []AlertRule {
 	t.Helper()
@@ -50,7 +51,7 @@ func AlertRules(t testing.TB) []AlertRule {
 			} `json:"rules"`
 		} `json:"groups"`
 	}
-	if err := yaml.Unmarshal(b, &file); err != nil {
+	if err := yaml.UnmarshalStrict(b, &file); err != nil {
 		t.Fatalf("coordtest: %s: %v", path, err)
 	}
 	var out []AlertRule
