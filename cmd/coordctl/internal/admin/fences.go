@@ -34,13 +34,19 @@ type FenceReset struct {
 	After  int64     `json:"after"`
 }
 
-// Fences lists fence rows whose lease starts with prefix.
+// Fences lists fence rows whose lease starts with prefix, in lease order.
 func (a *Admin) Fences(ctx context.Context, prefix string, limit int) ([]Fence, error) {
+	return a.FencesAfter(ctx, prefix, "", limit)
+}
+
+// FencesAfter is Fences from the lease after after (keyset: the last lease
+// of the previous page).
+func (a *Admin) FencesAfter(ctx context.Context, prefix, after string, limit int) ([]Fence, error) {
 	pool, err := a.db(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := a.fence.FenceList(ctx, pool, &pgfence.FenceListOpts{Prefix: prefix, Limit: limit})
+	rows, err := a.fence.FenceList(ctx, pool, &pgfence.FenceListOpts{Prefix: prefix, After: after, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,8 @@ type Saga struct {
 	Steps   []SagaStep      `json:"steps,omitempty"`
 	Errors  []SagaError     `json:"errors,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
+	// Outputs are the steps' recorded outputs, by step name.
+	Outputs map[string]json.RawMessage `json:"outputs,omitempty"`
 }
 
 // SagaStep is one step of the timeline.
@@ -126,7 +128,7 @@ func (a *Admin) sagaOf(i saga.Info, detail bool) Saga {
 		for _, e := range i.Errors {
 			s.Errors = append(s.Errors, SagaError(e))
 		}
-		s.Data = i.Data
+		s.Data, s.Outputs = i.Data, i.Outputs
 	}
 	return s
 }
@@ -278,7 +280,7 @@ func (a *Admin) sagaMutation(ctx context.Context, action, id string, req Request
 			return Saga{}, "", err
 		}
 		s := a.sagaOf(i, true)
-		s.Data = nil // the audit row keeps the decision, not the business data
+		s.Data, s.Outputs = nil, nil // the audit row keeps the decision, not the business data
 		return s, s.Version, nil
 	}
 	return a.mutate(ctx, op{

@@ -121,7 +121,7 @@ tenant; with TENANT, that tenant's groups; with TENANT GROUP, that group.`,
 
 func (a *app) fencesCmd() *cobra.Command {
 	c := &cobra.Command{Use: "fences", Short: "pgfence rows: the highest token each lease presented"}
-	var prefix string
+	var prefix, after string
 	var limit int
 	list := &cobra.Command{
 		Use:   "list",
@@ -130,7 +130,7 @@ func (a *app) fencesCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := a.ctx(cmd)
 			defer cancel()
-			fs, err := a.adm.Fences(ctx, prefix, limit)
+			fs, err := a.adm.FencesAfter(ctx, prefix, after, limit)
 			if err != nil {
 				return err
 			}
@@ -138,6 +138,7 @@ func (a *app) fencesCmd() *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&prefix, "prefix", "", "only leases starting with this (e.g. /tenants/acme/)")
+	list.Flags().StringVar(&after, "after", "", "the page after this lease (the last one a list printed)")
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many rows")
 	get := &cobra.Command{
 		Use:   "get LEASE",

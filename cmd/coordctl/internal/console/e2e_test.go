@@ -312,6 +312,18 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	shoot(t, ctx, shots, "ownership")
 
+	// The tenants page: each tenant against the quotas, etcd beside it; the
+	// watches unknown (no Prometheus), never 0.
+	must("tenants", chromedp.Navigate(base+"/tenants"), chromedp.WaitVisible(chromedp.CSS("#tenants")))
+	text = textOf("#tenants")
+	if !strings.Contains(text, testenv.Tenant) || !strings.Contains(text, "unknown") {
+		t.Fatalf("tenants table lacks %s or its unknown watches:\n%s", testenv.Tenant, text)
+	}
+	if leader := textOf("#etcd-leader"); !strings.Contains(leader, "yes") {
+		t.Fatalf("etcd leader card: %q", leader)
+	}
+	shoot(t, ctx, shots, "tenants")
+
 	must("audit", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.CSS("table")))
 	shoot(t, ctx, shots, "audit")
 }

@@ -97,9 +97,10 @@ func New(t testing.TB) *Env {
 	must(t, err)
 	must(t, trail.Migrate(ctx, e.DB.Pool))
 	e.Admin, err = admin.New(admin.Config{
-		Etcd:   func(context.Context) (*clientv3.Client, error) { return e.Cli, nil },
-		DB:     func(context.Context) (*pgxpool.Pool, error) { return e.DB.Pool, nil },
-		Logger: Logger(t),
+		Etcd:        func(context.Context) (*clientv3.Client, error) { return e.Cli, nil },
+		DB:          func(context.Context) (*pgxpool.Pool, error) { return e.DB.Pool, nil },
+		EtcdMetrics: []string{e.Etcd.Endpoints[0] + "/metrics"},
+		Logger:      Logger(t),
 	})
 	must(t, err)
 	t.Cleanup(e.Admin.Close)
