@@ -3,7 +3,6 @@ package outbox_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -26,18 +25,7 @@ func TestFailureCountRefusedStillCommitsTheMarks(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `ALTER TABLE ob ADD CONSTRAINT no_poison_attempts CHECK (aggregateid <> 'poison' OR attempts = 0)`); err != nil {
 		t.Fatal(err)
 	}
-	pub := newCountingPublisher(map[string]error{"poison": errors.New("broker rejects this key")})
-	var es []outbox.Event
-	for n := range 6 {
-		es = append(es, ev("poison", n), ev(fmt.Sprintf("good%d", n%3), n/3))
-	}
-	ids := enqueue(t, db.Pool, ob, es...)
-	var good []outbox.ID
-	for i, e := range es {
-		if e.Key != "poison" {
-			good = append(good, ids[i])
-		}
-	}
+	pub, good := poisonBatch(t, db, ob, 6, errors.New("broker rejects this key"))
 	r, err := ob.NewRelay(db.Pool, pub)
 	if err != nil {
 		t.Fatal(err)
