@@ -125,6 +125,7 @@ var exportedErrors = []exportedError{
 	{"outbox.ErrPayloadTooLarge", outbox.ErrPayloadTooLarge, false},
 	{"outbox.ErrInvalidID", outbox.ErrInvalidID, false},
 	{"outbox.ErrInvalidConfig", outbox.ErrInvalidConfig, false},
+	//lint:ignore SA1019 every exported error is listed, the deprecated ones too
 	{"outbox.ErrNotParked", outbox.ErrNotParked, false},
 	{"outbox.ErrNotFound", outbox.ErrNotFound, false},
 	{"outbox.ErrSkipped", outbox.ErrSkipped, true},

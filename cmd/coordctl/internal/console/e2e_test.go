@@ -327,7 +327,3 @@ func TestConsoleInABrowser(t *testing.T) {
 	must("audit", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.CSS("table")))
 	shoot(t, ctx, shots, "audit")
 }
-
-func adminReq(reason string) admin.Request {
-	return admin.Request{Actor: "bob@oncall", Via: "cli", Reason: reason}
-}

@@ -312,8 +312,8 @@ func (e *Env) seedSagas(t testing.TB) {
 	go func() { done <- slow.Run(runCtx) }()
 	go func() { done <- fast.Run(runCtx) }()
 	Wait(t, "order-1001 failing charge-card once and transfer-77 needing a human", func() bool {
-		s, err1 := slow.Get(ctx, StuckSaga)
-		h, err2 := fast.Get(ctx, HumanSaga)
+		s, err1 := slow.SagaGet(ctx, StuckSaga)
+		h, err2 := fast.SagaGet(ctx, HumanSaga)
 		return err1 == nil && err2 == nil && s.Attempts == 1 && s.Step == 1 && h.State == saga.StateNeedsHuman
 	})
 	stop()
