@@ -109,18 +109,13 @@ func TestKafkaPublisherAgainstKfake(t *testing.T) {
 	if len(seen) != keys*perKey {
 		t.Fatalf("received %d of %d", len(seen), keys*perKey)
 	}
-	waitParked := time.Now().Add(30 * time.Second)
-	for {
-		p, err := ob.Parked(ctx, db.Pool, 10)
-		if err == nil && len(p) == 1 && p[0].Key == "lost" {
-			t.Logf("parked after %d attempts: %s", p[0].Attempts, p[0].LastError)
-			break
-		}
-		if time.Now().After(waitParked) {
-			t.Fatalf("event for a missing topic not parked: %v %v", p, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var parked []outbox.ParkedEvent
+	coordtest.Until(t, 30*time.Second, 50*time.Millisecond, "the event for a missing topic parked", func() bool {
+		p, err := ob.ParkedList(ctx, db.Pool, nil)
+		parked = p.Events
+		return err == nil && len(parked) == 1 && parked[0].Key == "lost"
+	})
+	t.Logf("parked after %d attempts: %s", parked[0].Attempts, parked[0].LastError)
 	var busy int
 	for _, r := range relays {
 		if r.Stats().Published > 0 {
