@@ -17,11 +17,17 @@ import (
 //   - solo: the lease exclusively. No other relay's batch is in flight, so none
 //     holds a key: one statement reads the batch — the pending rows in seq order,
 //     past the keys that are parked or wait for a retry — with no key locks. A
-//     relay works solo while it finds the lease free.
+//     relay works solo while it is alone: each relay holds a presence lock
+//     (shared, session-level, on its LISTEN connection) and counts the holders
+//     once a second (lookAround).
 //   - keyed: the lease shared, beside the other relays' keyed batches; each key
 //     is then driven by one relay at a time through its key lock (lockKeys, then
-//     the claim; see buildStatements). A relay that found the lease held works
-//     keyed for soloPause, then tries solo again.
+//     the claim; see buildStatements). Relays work keyed while others are
+//     present, so that their batches publish in parallel; a relay that tried
+//     solo and found the lease held also works keyed, for soloPause.
+//
+// The mode is only a choice of the faster claim: whichever a relay picks, the
+// lease keeps a solo batch apart from every other batch.
 //
 // The lease is what makes the solo claim safe: a solo batch and any other batch
 // exclude each other for their whole transaction (claim, publish, mark), and
@@ -33,11 +39,14 @@ import (
 // has it.
 const soloPause = 10 * time.Second
 
-// Short retries: a keyed batch that claimed nothing, while other relays held the
-// lease or the keys, tries again after shortRetry, doubling each time up to
-// PollInterval, instead of waiting for the next NOTIFY or poll (a NOTIFY does not
-// come for events that are already there, only held).
-const shortRetry = 2 * time.Millisecond
+// Short retries: a batch that claimed nothing while other relays held the lease
+// or every key it met tries again after shortRetry, doubling each time up to
+// shortRetryMax (or PollInterval, if shorter), instead of waiting for the next
+// NOTIFY or poll: no NOTIFY comes for events that are already there, only held.
+const (
+	shortRetry    = 2 * time.Millisecond
+	shortRetryMax = 128 * time.Millisecond
+)
 
 // The lease values the first statement of a batch sets (coordkit.outbox_lease).
 const (
@@ -64,13 +73,13 @@ func (r *Relay) claim(ctx context.Context, conn *pgx.Conn) (msgs []Message, cont
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	if solo {
-		b.Queue(r.o.sql.soloLease, r.o.leaseClass).QueryRow(scanLease)
+		b.Queue(r.o.sql.soloLease, r.o.leaseClass, r.o.table).QueryRow(scanLease)
 		b.Queue(r.o.sql.soloClaim, r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
 			msgs, err = r.scanClaim(rows)
 			return err
 		})
 	} else {
-		b.Queue(r.o.sql.keyedLease, r.o.leaseClass).QueryRow(scanLease)
+		b.Queue(r.o.sql.keyedLease, r.o.leaseClass, r.o.table).QueryRow(scanLease)
 		b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass, scanWindow*r.cfg.BatchSize).QueryRow(func(row pgx.Row) error {
 			var keys, upper, lower bool
 			return row.Scan(&keys, &upper, &lower, &locked, &reached)
@@ -86,7 +95,7 @@ func (r *Relay) claim(ctx context.Context, conn *pgx.Conn) (msgs []Message, cont
 	switch {
 	case lease == "" && solo:
 		// Another relay's batch holds the lease: work keyed for a while.
-		r.keyedUntil = time.Now().Add(soloPause)
+		r.keyedUntil = time.Now().Add(r.soloPause)
 		return nil, true, nil
 	case lease == "":
 		return nil, true, nil // a solo batch holds it
@@ -105,7 +114,7 @@ func (r *Relay) solo() bool {
 	case modeKeyed:
 		return false
 	}
-	return !time.Now().Before(r.keyedUntil)
+	return r.others == 0 && !time.Now().Before(r.keyedUntil)
 }
 
 // Relay modes (tests force one; relays choose).

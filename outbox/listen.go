@@ -29,6 +29,12 @@ func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 			conn.Close(context.WithoutCancel(ctx))
 			continue
 		}
+		// The presence lock, shared, for as long as this connection lives: other
+		// relays count it to know whether they are alone (see claim.go).
+		if _, err := conn.Exec(ctx, r.o.sql.presence, r.o.presence, r.o.table); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			continue
+		}
 		attempt = 0
 		signal()
 		for {

@@ -42,6 +42,7 @@ type Outbox struct {
 	enqueueClass int32
 	relayClass   int32
 	leaseClass   int32 // the relay lease (see claim.go)
+	presence     int32 // the relays' presence lock (see claim.go)
 	m            *metrics
 	sql          statements
 	schema       pgschema.Component
@@ -66,6 +67,7 @@ func New(cfg Config) (*Outbox, error) {
 		enqueueClass: lockClass(cfg.Table + ":enqueue"),
 		relayClass:   lockClass(cfg.Table + ":relay"),
 		leaseClass:   lockClass(cfg.Table + ":relay-lease"),
+		presence:     lockClass(cfg.Table + ":relay-presence"),
 	}
 	m, err := newMetrics(cfg.MeterProvider, true)
 	if err != nil {

@@ -29,7 +29,9 @@ type Relay struct {
 	stats relayStats
 	// Read and written by Run's goroutine only (see claim.go).
 	mode       int       // modeAuto, or a mode a test forces
+	others     int       // other relays present at the last look around
 	keyedUntil time.Time // modeAuto: work keyed until then
+	soloPause  time.Duration
 }
 
 type relayStats struct {
@@ -53,7 +55,7 @@ func (o *Outbox) NewRelay(db *pgxpool.Pool, pub Publisher) (*Relay, error) {
 	if db == nil || pub == nil {
 		return nil, &ConfigError{Field: "NewRelay", Reason: "db and publisher are required"}
 	}
-	return &Relay{o: o, db: db, pub: pub, cfg: o.cfg}, nil
+	return &Relay{o: o, db: db, pub: pub, cfg: o.cfg, soloPause: soloPause}, nil
 }
 
 // Stats returns the relay's counters.
@@ -121,7 +123,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		errStreak = 0
 		now := time.Now()
 		if now.After(nextGauge) {
-			r.observeOldest(ctx)
+			r.lookAround(ctx)
 			nextGauge = now.Add(time.Second)
 		}
 		if n > 0 {
@@ -131,7 +133,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		wait := r.cfg.PollInterval
 		if contended {
 			// Other relays hold what is there: try again soon, backing off.
-			retry = min(max(2*retry, shortRetry), r.cfg.PollInterval)
+			retry = min(max(2*retry, shortRetry), shortRetryMax, r.cfg.PollInterval)
 			wait = retry
 		} else {
 			retry = 0
@@ -164,10 +166,14 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 	}
 }
 
-func (r *Relay) observeOldest(ctx context.Context) {
+// lookAround reads the oldest pending age for its gauge, and how many relays
+// are present (see claim.go).
+func (r *Relay) lookAround(ctx context.Context) {
 	var age float64
-	if err := r.db.QueryRow(ctx, r.o.sql.oldest).Scan(&age); err == nil {
+	var present int
+	if err := r.db.QueryRow(ctx, r.o.sql.relayGauge, r.o.presence, r.o.table).Scan(&age, &present); err == nil {
 		r.o.m.oldest.Store(math.Float64bits(age))
+		r.others = max(present-1, 0)
 	}
 }
 

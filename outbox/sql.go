@@ -10,6 +10,7 @@ type statements struct {
 	markPublished, deletePublished string
 	fail, park                     string
 	oldest, prune                  string
+	relayGauge, presence           string
 	parkedOne, parkedKey           string
 	requeue, discard               string
 }
@@ -33,10 +34,12 @@ const (
 const batchSettings = `set_config('plan_cache_mode', 'force_custom_plan', true) IS NULL,
   set_config('synchronous_commit', 'off', true) IS NULL`
 
-// leaseStatement takes the relay lease ($1: its class) with try, the advisory
-// lock function of the mode, and records what it got in claimLease.
+// leaseStatement takes the relay lease — $1: its class, $2: the table, whose
+// oid is the key, so that same-named tables of two schemas do not share it —
+// with try, the advisory lock function of the mode, and records what it got in
+// claimLease.
 func leaseStatement(try, mode string) string {
-	return `SELECT set_config('` + claimLease + `', CASE WHEN ` + try + `($1::int4, 0) THEN '` + mode + `' ELSE '' END, true), ` + batchSettings
+	return `SELECT set_config('` + claimLease + `', CASE WHEN ` + try + `($1::int4, $2::text::regclass::oid::int4) THEN '` + mode + `' ELSE '' END, true), ` + batchSettings
 }
 
 const cols = `id, aggregatetype, aggregateid, type, payload, payload_json, headers`
@@ -138,6 +141,14 @@ INSERT INTO ` + d + ` (id, seq, aggregatetype, aggregateid, type, payload, paylo
 SELECT id, seq, aggregatetype, aggregateid, type, payload, payload_json, headers, created_at, attempts + 1, $2 FROM m`
 	s.oldest = `SELECT coalesce((SELECT extract(epoch FROM clock_timestamp() - created_at)::float8 FROM ` + t + `
   WHERE published_at IS NULL ORDER BY seq LIMIT 1), 0)`
+	// A relay's look around, every second: the oldest pending age, and how many
+	// relays hold the presence lock of the table ($1: the presence class, $2: the
+	// table, whose oid is the key; each relay holds it shared on its LISTEN
+	// connection) — one means this relay is alone and may work solo.
+	s.relayGauge = `SELECT (` + s.oldest + `), (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND classid = $1::int4::oid AND objid = $2::text::regclass::oid AND objsubid = 2)`
+	s.presence = `SELECT pg_advisory_lock_shared($1::int4, $2::text::regclass::oid::int4)`
 	s.prune = `DELETE FROM ` + t + ` WHERE seq IN (SELECT seq FROM ` + t + `
   WHERE published_at < clock_timestamp() - $1::bigint * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED)`
 	const parkedCols = `id, seq, aggregatetype, aggregateid, type, payload, headers::text, created_at, attempts, coalesce(last_error, ''), parked_at`
