@@ -54,9 +54,15 @@ const (
 	leaseKeyed = "keyed"
 )
 
-// scanWindow bounds the locking scan, in batches: the pending rows it walks
-// looking for keys no other relay holds.
-const scanWindow = 8
+// relayBuckets is how many buckets keyed relays share the keys in (a power of
+// two: a key's bucket is hashtext(key) & (relayBuckets - 1)). A keyed batch
+// chooses its buckets among those of the first BatchSize pending rows, or
+// bucketWindowRows if more, so that a relay finds free buckets past the ones
+// other relays hold.
+const (
+	relayBuckets     = 64
+	bucketWindowRows = 8 * relayBuckets
+)
 
 // claim begins a transaction on conn, takes the relay lease and claims up to
 // BatchSize rows — per key a prefix in seq order that stops before a row not yet
@@ -66,25 +72,25 @@ func (r *Relay) claim(ctx context.Context, conn *pgx.Conn) (msgs []Message, cont
 	solo := r.solo()
 	var lease string
 	var locked, reached int64
-	scanLease := func(row pgx.Row) error {
-		var plans, commits bool
-		return row.Scan(&lease, &plans, &commits)
-	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	if solo {
-		b.Queue(r.o.sql.soloLease, r.o.leaseClass, r.o.table).QueryRow(scanLease)
+		b.Queue(r.o.sql.soloLease, r.o.leaseClass, r.o.table).QueryRow(func(row pgx.Row) error {
+			var plans, commits bool
+			return row.Scan(&lease, &plans, &commits)
+		})
 		b.Queue(r.o.sql.soloClaim, r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
 			msgs, err = r.scanClaim(rows)
 			return err
 		})
 	} else {
-		b.Queue(r.o.sql.keyedLease, r.o.leaseClass, r.o.table).QueryRow(scanLease)
-		b.Queue(r.o.sql.lockKeys, r.cfg.BatchSize, r.o.relayClass, scanWindow*r.cfg.BatchSize).QueryRow(func(row pgx.Row) error {
-			var keys, upper, lower bool
-			return row.Scan(&keys, &upper, &lower, &locked, &reached)
+		// Our share of the buckets: all of them divided among the relays present.
+		share := (relayBuckets + r.others) / (r.others + 1)
+		b.Queue(r.o.sql.keyedLease, r.o.leaseClass, r.o.table, r.o.bucketClass, relayBuckets, max(r.cfg.BatchSize, bucketWindowRows), share).QueryRow(func(row pgx.Row) error {
+			var plans, commits, handed bool
+			return row.Scan(&lease, &plans, &commits, &handed, &locked, &reached)
 		})
-		b.Queue(r.o.sql.claim, 4*r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
+		b.Queue(r.o.sql.claim, r.cfg.BatchSize, relayBuckets).Query(func(rows pgx.Rows) error {
 			msgs, err = r.scanClaim(rows)
 			return err
 		})

@@ -43,6 +43,7 @@ type Outbox struct {
 	relayClass   int32
 	leaseClass   int32 // the relay lease (see claim.go)
 	presence     int32 // the relays' presence lock (see claim.go)
+	bucketClass  int32 // the keyed relays' bucket locks (see claim.go)
 	m            *metrics
 	sql          statements
 	schema       pgschema.Component
@@ -68,6 +69,7 @@ func New(cfg Config) (*Outbox, error) {
 		relayClass:   lockClass(cfg.Table + ":relay"),
 		leaseClass:   lockClass(cfg.Table + ":relay-lease"),
 		presence:     lockClass(cfg.Table + ":relay-presence"),
+		bucketClass:  lockClass(cfg.Table + ":relay-bucket"),
 	}
 	m, err := newMetrics(cfg.MeterProvider, true)
 	if err != nil {

@@ -17,16 +17,16 @@ import (
 
 // TestKeyParkedDuringTheLockingScanIsNotClaimed drives, in a fixed order, the one
 // race in which the claim's own check of the dead-letter table matters: relay 1's
-// locking scan has taken its snapshot (the key not parked yet) and is about to
-// try-lock the key, when relay 2 claims that key, fails it and parks its head.
-// Relay 1 then locks the key; its claim, a fresh snapshot, must see the key parked
-// and publish none of its later events (per-key order: nothing after a parked
-// event until an operator decides).
+// keyed statement has read its window (the key not parked yet) and is about to
+// try-lock the key's bucket, when relay 2 claims that key, fails it and parks its
+// head. Relay 1 then locks the bucket; its claim, a fresh snapshot, must see the
+// key parked and publish none of its later events (per-key order: nothing after
+// a parked event until an operator decides).
 //
 // The order is forced inside PostgreSQL: relay 1's connections resolve
 // pg_try_advisory_xact_lock to a function in the test's schema (search_path
-// "<schema>, pg_catalog") that, for the raced key, first waits for an advisory
-// lock the test holds. The test parks the key meanwhile (through relay 2) and then
+// "<schema>, pg_catalog") that, for the raced key's bucket, first waits for an
+// advisory lock the test holds. The test parks the key meanwhile (through relay 2) and then
 // lets relay 1 go on.
 func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	const raced, other = "race-parked", "race-other"
@@ -35,6 +35,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
+	distinctBuckets(t, db, raced, other)
 	hooked, gate := gatedTryLock(t, ctx, db, raced)
 
 	// In seq order: the other key first (relay 1 locks it before it reaches the
@@ -84,10 +85,11 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	}
 }
 
-// firstTryLockFails returns a pool whose first try of the advisory lock of key
+// firstTryLockFails returns a pool whose first try of the bucket lock of key
 // fails, as if another relay held it for that instant (later tries are real),
-// and the sequence whose last_value counts the tries of key: the test's proof
-// that the race happened.
+// and the sequence whose last_value counts the tries of key's bucket: the
+// test's proof that the race happened. (Buckets: hashtext(key) & 63, see
+// outbox's claim.go; the test's keys must not share one: distinctBuckets.)
 func firstTryLockFails(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string) (hooked *pgxpool.Pool, calls string) {
 	t.Helper()
 	calls = fmt.Sprintf("try_calls_%d", rand.Uint32())
@@ -95,19 +97,19 @@ func firstTryLockFails(t *testing.T, ctx context.Context, db *coordtest.Postgres
 		t.Fatal(err)
 	}
 	return hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			IF key = pg_catalog.hashtext('%s') AND nextval('%s') = 1 THEN
+			IF key = (pg_catalog.hashtext('%s') & 63) AND nextval('%s') = 1 THEN
 				RETURN false;
 			END IF;`, key, calls)), calls
 }
 
-// gatedTryLock returns a pool whose relays, trying the advisory lock of key,
+// gatedTryLock returns a pool whose relays, trying the bucket lock of key,
 // wait there until the gate opens: the hook takes, shared, a lock the gate's
 // connection holds. The gate opens when the test ends, if not before.
 func gatedTryLock(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string) (*pgxpool.Pool, *tryLockGate) {
 	t.Helper()
 	hook := rand.Int32()
 	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			IF key = pg_catalog.hashtext('%s') THEN
+			IF key = (pg_catalog.hashtext('%s') & 63) THEN
 				PERFORM pg_catalog.pg_advisory_xact_lock_shared(%d, 1);
 			END IF;`, key, hook))
 	conn, err := db.Pool.Acquire(ctx)
@@ -177,4 +179,14 @@ func hookedTryLock(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, 
 	}
 	t.Cleanup(hooked.Close)
 	return hooked
+}
+
+// distinctBuckets fails the test when two of keys share a bucket of the keyed
+// relays (hashtext(key) & 63): a race forced at one key's bucket would then
+// also hold the other.
+func distinctBuckets(t *testing.T, db *coordtest.PostgresDB, keys ...string) {
+	t.Helper()
+	if n := count(t, db.Pool, `SELECT count(DISTINCT hashtext(k) & 63) FROM unnest($1::text[]) k`, keys); n != len(keys) {
+		t.Fatalf("keys %q share a bucket: rename one", keys)
+	}
 }

@@ -91,57 +91,55 @@ func TestRelayWarnsOnlyWhenAPruneFails(t *testing.T) {
 	}
 }
 
-// The claim reads, per locked key, a prefix from the key's true head: rows the
-// locking scan skipped while "another relay" held the key come back, so the
-// claim can read more than BatchSize rows. The relay cuts the tail: no Publish
-// call carries more than BatchSize messages, and the cut keeps per-key order.
-// The skipped row is forced as in TestKeySkippedAtItsHeadIsClaimedFromItsHead.
+// Solo and keyed, a batch is at most BatchSize events, per key a prefix from the
+// head: no Publish call carries more than BatchSize messages, and order holds
+// across the cut.
 func TestClaimIsCutToTheBatchSize(t *testing.T) {
-	const raced, other = "cut-raced", "cut-other"
-	db := coordtest.Postgres(t)
-	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), BatchSize: 2, PollInterval: 20 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	hooked, calls := firstTryLockFails(t, ctx, db, raced)
-	// The scan skips raced:0, locks other:0 and raced:1 (BatchSize rows); the
-	// claim reads raced:0, other:0, raced:1.
-	enqueue(t, db.Pool, ob, ev(raced, 0))
-	enqueue(t, db.Pool, ob, ev(other, 0))
-	enqueue(t, db.Pool, ob, ev(raced, 1))
-	pub := &batchSizes{recorder: newRecorder()}
-	r, err := ob.NewRelay(hooked, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outbox.ForceKeyed(r) // the race is in the keyed claim
-	runRelays(t, r)
-	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "all three events published", func() bool {
-		return pub.published(raced) == 1 && pub.published(other) == 0
-	})
-	pub.check(t)
-	if n := lastValue(t, db, calls); n < 2 {
-		t.Fatalf("the raced key was try-locked %d times: the race did not happen", n)
-	}
-	sizes := pub.batches()
-	for _, n := range sizes {
-		if n > 2 {
-			t.Fatalf("Publish calls of %v messages, BatchSize is 2", sizes)
-		}
-	}
-	if sizes[0] != 2 {
-		t.Fatalf("Publish calls of %v messages, want the first to be the claim cut to 2", sizes)
+	for _, mode := range []string{"solo", "keyed"} {
+		t.Run(mode, func(t *testing.T) {
+			db := coordtest.Postgres(t)
+			ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), BatchSize: 2, PollInterval: 20 * time.Millisecond})
+			for n := range 4 {
+				enqueue(t, db.Pool, ob, ev("cut-a", n), ev("cut-b", n))
+			}
+			pub := &batchSizes{recorder: newRecorder()}
+			r, err := ob.NewRelay(db.Pool, pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mode == "keyed" {
+				outbox.ForceKeyed(r)
+			} else {
+				outbox.ForceSolo(r)
+			}
+			runRelays(t, r)
+			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "all eight events published", func() bool {
+				return pub.published("cut-a") == 3 && pub.published("cut-b") == 3
+			})
+			pub.check(t)
+			sizes := pub.batches()
+			for _, n := range sizes {
+				if n > 2 {
+					t.Fatalf("Publish calls of %v messages, BatchSize is 2", sizes)
+				}
+			}
+			if len(sizes) < 4 {
+				t.Fatalf("Publish calls of %v messages: 8 events in batches of at most 2 take at least 4", sizes)
+			}
+		})
 	}
 }
 
-// A key whose head failed (and waits for its retry) after the locking scan's
-// snapshot but before the scan try-locked it: the scan locks it, the claim — a
-// fresh snapshot — sees the head not yet due and claims none of the key's rows,
-// and still claims, in the same batch, the rows of other keys that follow.
+// A key whose head failed (and waits for its retry) after the keyed statement's
+// window was read but before its bucket was try-locked: the bucket is locked,
+// and the claim — a fresh snapshot — sees the head not yet due and claims none
+// of the key's rows, and still claims, in the same batch, the rows of other keys
+// that follow.
 //
 // The order is forced inside PostgreSQL as in
 // TestKeyParkedDuringTheLockingScanIsNotClaimed: relay 1's try-lock of the raced
-// key waits for the test's gate while relay 2 (BatchSize 1) claims the raced
-// key's head and fails it, with an hour's backoff.
+// key's bucket waits for the test's gate while relay 2 (BatchSize 1) claims the
+// raced key's head and fails it, with an hour's backoff.
 func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 	const raced, other = "retry-raced", "retry-other"
 	db := coordtest.Postgres(t)
@@ -151,6 +149,7 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
+	distinctBuckets(t, db, raced, other)
 	hooked, gate := gatedTryLock(t, ctx, db, raced)
 
 	// In seq order: relay 1 locks other:0, then waits at raced:0; after the

@@ -9,18 +9,17 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// TestKeySkippedAtItsHeadIsClaimedFromItsHead drives the race the claim's lower
-// bound must survive: the locking scan meets a key's head while another relay
-// holds the key (the try-lock fails, the row is skipped), locks another key, and
-// meets the key again at a later row after the other relay let go without
-// publishing (its batch rolled back), so the try-lock succeeds there. The claim
-// must read that key from its true head — the first row of the scan's window,
-// not the first row it locked — or it publishes event 1 before event 0.
+// TestKeySkippedAtItsHeadIsClaimedFromItsHead: a keyed relay meets a key's head
+// while another relay holds the key's bucket (the try-lock fails: the batch
+// passes the bucket over and claims another key), then locks the bucket in its
+// next batch, after the other relay let go without publishing (its batch rolled
+// back). The claim must read that key from its head, or it publishes event 1
+// before event 0.
 //
 // The failed try-lock is forced inside PostgreSQL: the relay's connections
 // resolve pg_try_advisory_xact_lock to a function in the test's schema (search
 // path "<schema>, pg_catalog") that answers false to the first call for the raced
-// key, as if another relay held it, and defers to pg_catalog after that.
+// key's bucket, as if another relay held it, and defers to pg_catalog after that.
 func TestKeySkippedAtItsHeadIsClaimedFromItsHead(t *testing.T) {
 	const raced, other = "race-skipped", "race-other"
 	db := coordtest.Postgres(t)
@@ -28,6 +27,7 @@ func TestKeySkippedAtItsHeadIsClaimedFromItsHead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
+	distinctBuckets(t, db, raced, other)
 	hooked, calls := firstTryLockFails(t, ctx, db, raced)
 
 	// In seq order: the raced key's head, the other key, the raced key's next.

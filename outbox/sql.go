@@ -5,8 +5,7 @@ type statements struct {
 	insert, insertNotify           string
 	insertBatch, insertBatchNotify string
 	soloLease, keyedLease          string
-	soloClaim                      string
-	lockKeys, claim                string
+	soloClaim, claim               string
 	markPublished, deletePublished string
 	fail, park                     string
 	oldest, prune                  string
@@ -15,19 +14,39 @@ type statements struct {
 	requeue, discard               string
 }
 
-// The transaction-local settings by which the locking scan hands the claim its
-// keys and seq range, and the relay lease its batch holds (leaseSolo, leaseKeyed,
-// or ” when another relay's batch held it).
+// The transaction-local settings by which a batch's first statement hands its
+// claim the relay lease it holds (leaseSolo, leaseKeyed, or the empty string
+// when another relay's batch held it) and, keyed, the buckets it locked.
 const (
-	claimKeys  = "coordkit.outbox_claim_keys"
-	claimMin   = "coordkit.outbox_claim_min"
-	claimMax   = "coordkit.outbox_claim_max"
-	claimLease = "coordkit.outbox_lease"
+	claimLease   = "coordkit.outbox_lease"
+	claimBuckets = "coordkit.outbox_claim_buckets"
 )
+
+// claimable is the filter of rows a relay may claim: pending, of a key that is
+// neither parked nor waiting for its head's retry (NOT IN over small sets:
+// hashed once per statement).
+func claimable(t, d string) string {
+	return `o.published_at IS NULL
+  AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
+  AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
+                            AND r.next_attempt_at > clock_timestamp())`
+}
+
+// bucketWindow is the keyed statement's window ($4 buckets, $5 rows; nothing
+// without the lease, l): the buckets with pending rows among the first $5, in
+// the order of their oldest.
+func bucketWindow(t, d string) string {
+	return `SELECT hashtext(o.aggregateid) & ($4::int4 - 1) AS b, min(o.seq) AS first FROM (
+    SELECT o.aggregateid, o.seq FROM ` + t + ` o
+    WHERE (SELECT l.lease FROM l) = '` + leaseKeyed + `'
+      AND ` + claimable(t, d) + `
+    ORDER BY o.seq LIMIT $5) o
+  GROUP BY 1 ORDER BY 2`
+}
 
 // batchSettings, first in a relay's transaction with the lease: custom plans
 // always (a cached generic plan of the claim statements, which cannot see the
-// batch size and the seq bound, can read every pending row), and a commit that
+// batch size, can read every pending row), and a commit that
 // does not wait for its flush (a mark lost in a server crash only means the
 // batch is published again — at least once, the inbox absorbs it — so lower lag,
 // no loss).
@@ -60,7 +79,6 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
 	s.insertBatchNotify = batch + `, (SELECT pg_notify($9, '')) n ORDER BY u.ord`
 
 	s.soloLease = leaseStatement("pg_try_advisory_xact_lock", leaseSolo)
-	s.keyedLease = leaseStatement("pg_try_advisory_xact_lock_shared", leaseKeyed)
 	// The solo claim (the lease held exclusively, so no other relay holds a key):
 	// the pending rows in seq order, past the keys that are parked or whose head
 	// waits for a retry; the LIMIT cuts the tail, so every key's rows are a prefix
@@ -69,66 +87,41 @@ SELECT u.i, u.a, u.k, u.ty, u.p, u.j, u.h FROM unnest($1::uuid[], $2::text[], $3
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
 WHERE current_setting('` + claimLease + `') = '` + leaseSolo + `'
-  AND o.published_at IS NULL
-  AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
-  AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
-                            AND r.next_attempt_at > clock_timestamp())
+  AND ` + claimable(t, d) + `
 ORDER BY o.seq LIMIT $1`
 
-	// Keyed: scan pending rows in seq order, skipping keys that are parked or whose head
-	// waits for a retry (NOT IN over small sets: hashed once per statement), and
-	// try-lock each row's key: a key already driven by another relay fails the
-	// try-lock and is skipped; the scan stops after $1 + 1 rows (of keys this relay
-	// now holds, and the window's first row whatever its key), or after $3 pending rows
-	// (a window, so that a relay finding every key taken walks a bounded stretch
-	// instead of the whole backlog, try-locking each row). It hands the claim,
-	// through transaction-local settings (so both statements go in one round trip),
-	// the locked keys, the highest seq of theirs it reached and the window's first
-	// seq (the head of the pending rows it could claim); it returns how many rows
-	// of locked keys it reached, and how many rows in all: one or more with none
-	// locked means every key it met was taken (the relay retries shortly). Nothing
-	// without the lease (a one-time filter).
-	s.lockKeys = `SELECT set_config('` + claimKeys + `', coalesce(array_agg(o.aggregateid) FILTER (WHERE o.locked)::text, '{}'), true) IS NULL,
-  set_config('` + claimMax + `', coalesce(max(o.seq) FILTER (WHERE o.locked), 0)::text, true) IS NULL,
-  set_config('` + claimMin + `', coalesce(min(o.head), 0)::text, true) IS NULL,
-  count(*) FILTER (WHERE o.locked), count(*) FROM (
-  SELECT w.aggregateid, w.seq, w.head, l.locked FROM (
-    SELECT o.aggregateid, o.seq, first_value(o.seq) OVER (ORDER BY o.seq) AS head FROM ` + t + ` o
-    WHERE current_setting('` + claimLease + `') = '` + leaseKeyed + `'
-      AND o.published_at IS NULL
-      AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
-      AND o.aggregateid NOT IN (SELECT r.aggregateid FROM ` + t + ` r WHERE r.published_at IS NULL AND r.attempts > 0
-                                AND r.next_attempt_at > clock_timestamp())
-    ORDER BY o.seq LIMIT $3) w,
-    LATERAL (SELECT pg_try_advisory_xact_lock($2::int4, hashtext(w.aggregateid)) AS locked) l
-  WHERE l.locked OR w.seq = w.head
-  ORDER BY w.seq LIMIT $1 + 1) o`
-	// With the key locks held, a fresh snapshot (the next statement): the pending
-	// rows of the keys the scan locked (only those: rows of keys held elsewhere or
-	// waiting for a retry must not fill the LIMIT and starve this relay), in seq
-	// order, between the window's first seq and the highest seq the scan reached.
-	// Per key that is a prefix from the true head — including rows the scan
-	// skipped while another relay still held the key — because a locked key has
-	// no pending row below the window's first seq: it had a row in the window, so
-	// it was neither parked nor retrying in the scan's snapshot; every row of it
-	// committed since has a higher seq (enqueue serialises per key) and a requeued
-	// row comes back only to a parked key. The lower bound is what keeps this
-	// second read off the dead index entries of published rows at the head (the
-	// scan walks them once). The keys are a hashed subplan filter on the walk of
-	// the pending index ("IS TRUE" keeps PostgreSQL from turning it into a
-	// semi-join, which it may plan as a walk of the primary key through every
-	// published row in range); a text[] parameter would be a constant of BatchSize
-	// elements planned every batch. The LIMIT (a multiple of the batch) bounds the
-	// read when rows of the locked keys were committed since the scan; cutting the
-	// tail keeps every key's rows a prefix, so it is safe. Authoritative: it sees
-	// every mark, failure and parking committed by a previous holder of a key.
+	// Keyed: the lease shared ($1, $2 as in leaseStatement), then up to $6 buckets
+	// of keys ($4 buckets; a key's bucket is hashtext(key) & ($4 - 1)), locked with
+	// try ($3: their class), in the order of their oldest pending row in a window
+	// of the first $5 pending rows past the keys that are parked or whose head
+	// waits for a retry: a bucket another relay holds is passed over. The window's
+	// snapshot predates the locks, so it only chooses buckets; the claim (the next
+	// statement, a fresh snapshot) decides what is pending. It hands the claim the
+	// locked buckets through a transaction-local setting (both statements go in one
+	// round trip) and returns how many buckets it locked and how many had rows in
+	// the window: some with none locked means others held them all (the relay
+	// retries shortly).
+	s.keyedLease = `WITH l AS MATERIALIZED (
+  SELECT CASE WHEN pg_try_advisory_xact_lock_shared($1::int4, $2::text::regclass::oid::int4) THEN '` + leaseKeyed + `' ELSE '' END AS lease),
+c AS MATERIALIZED (` + bucketWindow(t, d) + `),
+k AS MATERIALIZED (SELECT c.b FROM c WHERE pg_try_advisory_xact_lock($3::int4, c.b) LIMIT $6)
+SELECT set_config('` + claimLease + `', (SELECT lease FROM l), true), ` + batchSettings + `,
+  set_config('` + claimBuckets + `', coalesce((SELECT array_agg(k.b)::text FROM k), '{}'), true) IS NULL,
+  (SELECT count(*) FROM k), (SELECT count(*) FROM c)`
+	// With the buckets locked, a fresh snapshot: the pending rows of their keys in
+	// seq order, past the keys that are parked or whose head waits for a retry; the
+	// LIMIT cuts the tail, so every key's rows are a prefix from its head. No other
+	// relay's batch holds these buckets, so whatever the previous holders committed
+	// (marks, failures, parkings) is in this snapshot. The buckets are a hashed
+	// subplan filter on the walk of the pending index ("IS TRUE" keeps PostgreSQL
+	// from turning it into a semi-join). Nothing without the lease (a one-time
+	// filter).
 	s.claim = `SELECT o.seq, o.id, o.aggregatetype, o.aggregateid, o.type, o.payload, o.headers::text, o.created_at, o.attempts,
   o.next_attempt_at <= clock_timestamp()
 FROM ` + t + ` o
-WHERE o.published_at IS NULL
-  AND o.seq >= current_setting('` + claimMin + `')::bigint AND o.seq <= current_setting('` + claimMax + `')::bigint
-  AND (o.aggregateid IN (SELECT unnest(current_setting('` + claimKeys + `')::text[]))) IS TRUE
-  AND o.aggregateid NOT IN (SELECT d.aggregateid FROM ` + d + ` d)
+WHERE current_setting('` + claimLease + `') = '` + leaseKeyed + `'
+  AND ((hashtext(o.aggregateid) & ($2::int4 - 1)) IN (SELECT unnest(current_setting('` + claimBuckets + `')::int4[]))) IS TRUE
+  AND ` + claimable(t, d) + `
 ORDER BY o.seq LIMIT $1`
 	s.markPublished = `UPDATE ` + t + ` SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])
 RETURNING seq, extract(epoch FROM published_at - created_at)::float8 * 1000`
