@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -101,10 +103,20 @@ func TestRelaysClaimSoloAloneAndKeyedTogether(t *testing.T) {
 	db := coordtest.Postgres(t)
 	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), PollInterval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // a steady trickle of events
+	trickled := make(chan struct{})
+	// A steady trickle of events, stopped before the pool closes.
+	defer func() { cancel(); <-trickled }()
+	go func() {
+		defer close(trickled)
 		for i := 0; ctx.Err() == nil; i++ {
-			enqueue(t, db.Pool, ob, ev(fmt.Sprintf("k%d", i%5), i/5))
+			err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+				_, err := ob.EnqueueTx(ctx, tx, ev(fmt.Sprintf("k%d", i%5), i/5))
+				return err
+			})
+			if err != nil && ctx.Err() == nil {
+				t.Errorf("enqueue: %v", err)
+				return
+			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
