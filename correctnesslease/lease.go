@@ -248,15 +248,16 @@ func (l *Lease) follow(u watchplane.Update) bool {
 		}
 		return false
 	}
-	for _, ev := range u.Events {
-		if ev.Type == clientv3.EventTypePut {
-			l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s overwritten at revision %d", l.key, ev.Kv.ModRevision))
-		} else {
-			l.keyVanished(fmt.Errorf("key %s deleted at revision %d", l.key, ev.Kv.ModRevision))
-		}
-		return true
+	if len(u.Events) == 0 {
+		return false
 	}
-	return false
+	// Any event of the key after its creation ends the lease: the first says how.
+	if ev := u.Events[0]; ev.Type == clientv3.EventTypePut {
+		l.lose(coord.LossKeyDeleted, fmt.Errorf("key %s overwritten at revision %d", l.key, ev.Kv.ModRevision))
+	} else {
+		l.keyVanished(fmt.Errorf("key %s deleted at revision %d", l.key, ev.Kv.ModRevision))
+	}
+	return true
 }
 
 // keyVanished ends the lease's authority because its key is gone (detail says

@@ -2,7 +2,6 @@ package correctnesslease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,10 +31,10 @@ func (o Observation) Held() bool { return o.Key != "" }
 // Observation is the current state. It follows the election prefix through the
 // client's watch plane (no etcd watch of its own: one per tenant's elections
 // for the whole process) and derives the holder — the oldest key, by create
-// revision — at every revision from the keys' state: a linearizable list, then
-// every change in order, so a term that began and ended inside a burst of
-// changes is reported too. After a compaction it starts again from the plane's
-// re-list.
+// revision — at every revision from the keys' state: one linearizable read of
+// the keys, then every change in order, so a term that began and ended inside a
+// burst of changes is reported too. After a compaction it starts again from
+// the plane's re-list.
 //
 // Observe blocks only for the first, linearizable read (bounded by ctx) and
 // returns its error, matching coord.ErrNoLeader when etcd has no leader;
@@ -47,22 +46,22 @@ func Observe(ctx context.Context, cli *clientv3.Client, tenant, name string) (<-
 	if err != nil {
 		return nil, err
 	}
+	// The first read is the caller's own (linearizable, bounded by ctx: its
+	// error says what etcd said); the plane follows from the revision after it.
+	resp, err := cli.Get(clientv3.WithRequireLeader(ctx), prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("correctnesslease: observe %s: %w", prefix, etcderr.Classify(err))
+	}
+	o := &observer{prefix: prefix, keys: map[string]int64{}}
+	for _, kv := range resp.Kvs {
+		o.keys[string(kv.Key)] = kv.CreateRevision
+	}
 	sub, err := watchplane.For(cli, nil).Subscribe(watchplane.Spec{Key: prefix + "/", Prefix: true,
-		Backoff: coord.Backoff{Base: 50 * time.Millisecond, Cap: 5 * time.Second}})
+		From: resp.Header.Revision + 1, Backoff: coord.Backoff{Base: 50 * time.Millisecond, Cap: 5 * time.Second}})
 	if err != nil {
 		return nil, fmt.Errorf("correctnesslease: observe %s: %w", prefix, err)
 	}
-	o := &observer{prefix: prefix, keys: map[string]int64{}}
-	if err := sub.Sync(clientv3.WithRequireLeader(ctx)); err != nil {
-		err = errors.Join(err, sub.Err())
-		sub.Close()
-		return nil, fmt.Errorf("correctnesslease: observe %s: %w", prefix, etcderr.Classify(err))
-	}
-	rev := sub.Revision()
-	for u, ok := sub.Take(); ok; u, ok = sub.Take() {
-		o.apply(u, nil)
-	}
-	first := o.holder(rev)
+	first := o.holder(resp.Header.Revision)
 	ch := make(chan Observation, 1)
 	ch <- first
 	o.last = first

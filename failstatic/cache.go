@@ -30,16 +30,16 @@ type Cache[T any] struct {
 	log      *slog.Logger
 	tel      *telemetry
 
-	plane        *watchplane.Plane // private (closed by Close) when PrivateWatches
-	sub          *watchplane.Sub
-	opensBefore  int64 // the root's watch opens before this cache subscribed (Status.Reconnects)
-	cur          atomic.Pointer[state[T]]
-	confirmedOff atomic.Int64 // ns after base at which the cache was last confirmed current
-	coarseOff    atomic.Int64 // ns after base, refreshed every coarseTick while running (system clock only)
-	coarse       atomic.Bool  // coarseOff is being refreshed
-	rejected     atomic.Int64
-	coalesced    atomic.Int64
-	relists      atomic.Int64
+	plane          *watchplane.Plane // private (closed by Close) when PrivateWatches
+	sub            *watchplane.Sub
+	restartsBefore int64 // the root's watch restarts before this cache subscribed (Status.Reconnects)
+	cur            atomic.Pointer[state[T]]
+	confirmedOff   atomic.Int64 // ns after base at which the cache was last confirmed current
+	coarseOff      atomic.Int64 // ns after base, refreshed every coarseTick while running (system clock only)
+	coarse         atomic.Bool  // coarseOff is being refreshed
+	rejected       atomic.Int64
+	coalesced      atomic.Int64
+	relists        atomic.Int64
 
 	mu       sync.Mutex // guards the status errors below
 	lastErr  error
@@ -192,7 +192,7 @@ func (c *Cache[T]) subscribe(client *clientv3.Client) error {
 		}
 		return fmt.Errorf("failstatic: watch %q: %w", c.watched, err)
 	}
-	c.sub, c.opensBefore = sub, sub.Health().Opens
+	c.sub, c.restartsBefore = sub, sub.Health().Restarts
 	return nil
 }
 
@@ -314,7 +314,7 @@ func (c *Cache[T]) Status() Status {
 	return Status{
 		Source: st.source, Revision: st.rev, Staleness: c.Staleness(),
 		Connected: h.Watching && h.Err == nil, Rejected: c.rejected.Load(), Coalesced: c.coalesced.Load(),
-		Reconnects: max(0, h.Opens-c.opensBefore-1), Relists: c.relists.Load(),
+		Reconnects: h.Restarts - c.restartsBefore, Relists: c.relists.Load(),
 		LastError: lastErr, LastRejection: c.lastRej, StateFileError: c.stateErr,
 	}
 }

@@ -62,7 +62,11 @@ func TestReconnectHerd(t *testing.T) {
 		cfg.Backoff = coord.Backoff{Rand: logs[i].draw}
 		cfg.ProbeInterval = time.Second
 		cfg.ResetAfter = 3 * time.Second
-		cfg.RequestTimeout = 300 * time.Millisecond
+		// Long enough for the first list of 100 clients on a loaded 2-core
+		// machine (300 ms timed out there: a failed first list draws a backoff
+		// on the fake clock, which New then waits out); short enough that the
+		// opens while etcd is down fail quickly.
+		cfg.RequestTimeout = time.Second
 		caches[i] = mustNew(t, coordtest.NewEtcdClient(t, cluster.Endpoints()...), cfg)
 	}
 

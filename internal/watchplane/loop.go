@@ -69,6 +69,7 @@ func (r *root) run() {
 func (r *root) fail(msg string, err error, attempt int) {
 	r.mu.Lock()
 	r.err, r.opened = err, time.Time{}
+	r.restarts++
 	rev := r.rev
 	r.mu.Unlock()
 	r.p.cfg.Logger.Info("watchplane: "+msg, "root", r.prefix, "revision", rev, "attempt", attempt, "err", err)
@@ -111,16 +112,39 @@ func (r *root) admit() bool {
 	}
 }
 
-// list reads the whole root at one linearizable revision and replaces the
-// mirror; every subscriber whose revision it passed resyncs from it.
+// list reads the whole root at one revision and replaces the mirror; every
+// subscriber whose revision it passed resyncs from it. The first list of a root
+// is read at the revision before the earliest subscriber's From, when that is
+// still in etcd's history: the subscribers that started from a revision of their
+// own (a lease's key, a waiter's predecessor, Observe's first read) get every
+// event after it, not a resync that would skip the changes in between. Any
+// other list reads the current, linearizable state and confirms the mirror.
 func (r *root) list() error {
 	if !r.admit() {
 		return context.Cause(r.ctx)
 	}
+	r.mu.Lock()
+	at := int64(0)
+	if !r.listed {
+		for s := range r.subs {
+			if s.from > 0 && (at == 0 || s.from-1 < at) {
+				at = s.from - 1
+			}
+		}
+	}
+	r.mu.Unlock()
 	sent := r.p.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(r.ctx), r.needs().timeout)
 	defer cancel()
-	resp, err := r.p.cli.Get(ctx, r.prefix, clientv3.WithPrefix())
+	opts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if at > 0 {
+		opts = append(opts, clientv3.WithRev(at))
+	}
+	resp, err := r.p.cli.Get(ctx, r.prefix, opts...)
+	if at > 0 && errors.Is(err, rpctypes.ErrCompacted) {
+		at = 0 // compacted away: the current state, and the early subscribers resync
+		resp, err = r.p.cli.Get(ctx, r.prefix, clientv3.WithPrefix())
+	}
 	if err != nil {
 		return fmt.Errorf("watchplane: list %s: %w", r.prefix, etcderr.Classify(err))
 	}
@@ -129,16 +153,19 @@ func (r *root) list() error {
 		kvs[string(kv.Key)] = kv
 	}
 	rev := resp.Header.Revision
+	if at > 0 {
+		rev = at
+	}
 	r.mu.Lock()
 	relist := r.listed
 	reason := resyncInitial
 	if relist {
 		reason = resyncRelist
+		r.relists++
+		r.p.relists.Add(1) // counted before any subscriber can take the resync
+		r.p.in.relists.Add(r.ctx, 1, metric.WithAttributeSet(r.attrs))
 	}
 	r.kvs, r.listed, r.err = kvs, true, nil
-	if relist {
-		r.relists++
-	}
 	r.setRev(max(r.rev, rev))
 	r.hist.reset(rev + 1)
 	for s := range r.subs {
@@ -146,11 +173,11 @@ func (r *root) list() error {
 			s.needResync(reason)
 		}
 	}
-	r.confirmLocked(sent)
+	if at == 0 {
+		r.confirmLocked(sent)
+	}
 	r.mu.Unlock()
 	if relist {
-		r.p.relists.Add(1)
-		r.p.in.relists.Add(r.ctx, 1, metric.WithAttributeSet(r.attrs))
 		r.p.cfg.Logger.Info("watchplane: re-listed", "root", r.prefix, "revision", rev, "keys", len(kvs))
 	}
 	return nil

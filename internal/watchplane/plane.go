@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/attribute"
@@ -121,17 +120,20 @@ func (p *Plane) Subscribe(spec Spec) (*Sub, error) {
 		return nil, ErrClosed
 	}
 	r := p.roots[spec.Root]
-	if r == nil {
+	start := r == nil
+	if start {
 		release, err := p.cfg.Quotas.OpenWatch(spec.Root)
 		if err != nil {
 			return nil, fmt.Errorf("watchplane: watch %s: %w", spec.Root, err)
 		}
 		r = newRoot(p, spec.Root, release)
 		p.roots[spec.Root] = r
+	}
+	s := r.subscribe(spec)
+	if start { // after the first subscriber: its From decides where the first list reads
 		p.wg.Add(1)
 		go r.run()
 	}
-	s := r.subscribe(spec)
 	p.poke()
 	return s, nil
 }
@@ -235,6 +237,3 @@ func (p *Plane) observe(o metric.Observer, up, subs metric.Int64ObservableGauge)
 		o.ObserveInt64(subs, c.subs, metric.WithAttributeSet(c.set))
 	}
 }
-
-// since returns the time elapsed since t on the plane's clock.
-func (p *Plane) since(t time.Time) time.Duration { return p.cfg.Clock.Now().Sub(t) }

@@ -36,9 +36,12 @@ func TestRootOf(t *testing.T) {
 // tenant kind cost etcd one watcher (its own gauge), where 200 clientv3
 // watches of the same keys cost 200 — the measurement that can fail.
 func TestOneUpstreamWatchPerRoot(t *testing.T) {
-	e, cli := newEtcd(t)
+	// A spawned etcd: an embedded one shares its gauge with the other embedded
+	// servers of the test process, still closing.
+	e := coordtest.EtcdCluster(t, 1, nil)
+	cli := e.Client(t)
 	tp := tenantPrefix(t)
-	base := serverWatchers(t, e.Endpoints[0])
+	base := serverWatchers(t, e.Endpoints()[0])
 	p := New(cli, Config{})
 	defer p.Close()
 	var subs []*Sub
@@ -56,10 +59,13 @@ func TestOneUpstreamWatchPerRoot(t *testing.T) {
 	for _, s := range subs {
 		next(t, s, "the first resync")
 	}
+	// The first list comes before the watch: wait for the watch (etcd counts
+	// its watcher before it confirms it).
+	coordtest.Until(t, 10*time.Second, 10*time.Millisecond, "the root's watch open", func() bool { return subs[0].Health().Watching })
 	if st := p.Stats(); st.Roots != 1 || st.Subscriptions != 200 {
 		t.Fatalf("stats %+v, want 1 root and 200 subscriptions", st)
 	}
-	if got := serverWatchers(t, e.Endpoints[0]) - base; got != 1 {
+	if got := serverWatchers(t, e.Endpoints()[0]) - base; got != 1 {
 		t.Fatalf("etcd holds %d more watchers, want 1", got)
 	}
 	// The same keys watched the plain way.
@@ -70,7 +76,7 @@ func TestOneUpstreamWatchPerRoot(t *testing.T) {
 		cli.Watcher.Watch(ctx, fmt.Sprintf("%selections/lease-%d/%x", tp, i, i))
 		plain++
 	}
-	if got := serverWatchers(t, e.Endpoints[0]) - base - 1; got != plain {
+	if got := serverWatchers(t, e.Endpoints()[0]) - base - 1; got != plain {
 		t.Fatalf("200 plain watches added %d watchers: the measurement does not count watches", got)
 	}
 	for _, s := range subs {
@@ -377,5 +383,28 @@ func TestTenantWatchQuota(t *testing.T) {
 	var qe *coord.QuotaError
 	if !errors.As(err, &qe) || qe.Quota != "watches" {
 		t.Fatalf("a third root of a tenant limited to 2 watches: %v", err)
+	}
+}
+
+// TestNewRootStartsAtItsFirstSubscribersRevision: a root created for a
+// subscriber that starts from a past revision reads its first list at the
+// revision before it, so the subscriber gets every event since — not a resync
+// that would skip a change made and undone in between (a whole lease term
+// between Observe's read and its subscription).
+func TestNewRootStartsAtItsFirstSubscribersRevision(t *testing.T) {
+	_, cli := newEtcd(t)
+	tp := tenantPrefix(t)
+	from := put(t, cli, tp+"elections/job/a", "")
+	last := del(t, cli, tp+"elections/job/a")
+	p := New(cli, Config{})
+	defer p.Close()
+	s, err := p.Subscribe(Spec{Key: tp + "elections/job/", Prefix: true, From: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, s, last, "the events since the subscriber's revision")
+	want := []string{"PUT " + tp + "elections/job/a=", "DELETE " + tp + "elections/job/a="}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q (no resync)", got, want)
 	}
 }

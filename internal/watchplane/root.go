@@ -41,6 +41,7 @@ type root struct {
 	opened      time.Time                    // when the current watch was opened; zero while none is
 	started     time.Time                    // when the root was created
 	opens       int64                        // watch opens so far
+	restarts    int64                        // list or watch attempts that failed or ended, to be retried
 	relists     int64                        // re-lists so far (the first list excluded)
 	idleSince   time.Time                    // when the last subscriber left; zero while it has some
 }

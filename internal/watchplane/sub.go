@@ -164,6 +164,7 @@ func (s *Sub) Confirmation() (at time.Time, next <-chan struct{}) { return s.r.c
 type Health struct {
 	Watching bool      // the root's watch is open
 	Opens    int64     // upstream watch opens of the root (the first, and every resume)
+	Restarts int64     // the root's lists and watches that failed or ended and were retried
 	Relists  int64     // re-lists of the root after the first list
 	Err      error     // as Err
 	Since    time.Time // when the root started (the plane's clock)
@@ -174,7 +175,7 @@ func (s *Sub) Health() Health {
 	r := s.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := Health{Watching: !r.opened.IsZero(), Opens: r.opens, Relists: r.relists, Err: r.err, Since: r.started}
+	h := Health{Watching: !r.opened.IsZero(), Opens: r.opens, Restarts: r.restarts, Relists: r.relists, Err: r.err, Since: r.started}
 	if s.ended {
 		h.Err = ErrClosed
 	}
