@@ -27,7 +27,6 @@ const maxFileLines = 400
 // only shrinks.
 var longFiles = map[string]string{
 	// The lead's watch-plane round rewrites these (membership restructuring).
-	"membership/registration.go":               "being moved onto internal/watchplane and split by the membership restructuring",
 	"membership/outage_test.go":                "one scenario (an etcd outage during churn) with its report; rewritten with the watch plane",
 	"correctnesslease/lease_test.go":           "the lease scenarios; rewritten with the watch plane",
 	"correctnesslease/pgfence/cluster_test.go": "the fenced-cluster scenario (three holders, pauses, a report): one story",
