@@ -17,10 +17,14 @@ import (
 // while_running (3.5 s of silence for a 2 s interval).
 func TestWhileRunningLeavesNoLongSilence(t *testing.T) {
 	const every = 2 * time.Second
+	// A small directory to measure: each line reports its size, and du of a
+	// big one (/tmp held 1 GB of build output in CI) took over a second on a
+	// loaded machine, which is what delayed the first line, not the printer.
+	dir := t.TempDir()
 	cmd := exec.Command("bash", "-c", `. ../../lib/progress.sh
-while_running "first" /tmp sleep 3.5
-while_running "second" /tmp sleep 3.5`)
-	cmd.Env = append(cmd.Environ(), "PROGRESS_EVERY=2")
+while_running "first" "$DIR" sleep 3.5
+while_running "second" "$DIR" sleep 3.5`)
+	cmd.Env = append(cmd.Environ(), "PROGRESS_EVERY=2", "DIR="+dir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
