@@ -42,17 +42,31 @@ type fleetMetric struct {
 	opens, relists, resyncs, up, sub int64
 }
 
+// fleetSent is one W line: what one process's client sent etcd so far.
+type fleetSent struct {
+	ns                                 int64
+	creates, cancels, progress, ranges int64
+}
+
+// fleetSession is one L line: the leases' session held or lost.
+type fleetSession struct {
+	ns   int64
+	held bool
+}
+
 // fleetLog follows one worker's log file.
 type fleetLog struct {
-	proc    string
-	path    string
-	off     int64
-	partial []byte
-	subs    map[string]*fleetSub
-	order   []string
-	metrics []fleetMetric
-	errs    []string
-	bad     []string // lines that do not parse
+	proc     string
+	path     string
+	off      int64
+	partial  []byte
+	subs     map[string]*fleetSub
+	order    []string
+	metrics  []fleetMetric
+	sent     []fleetSent
+	sessions []fleetSession
+	errs     []string
+	bad      []string // lines that do not parse
 }
 
 func newFleetLog(proc, path string) *fleetLog {
@@ -152,6 +166,28 @@ func (l *fleetLog) parse(line string) {
 			v[i] = n
 		}
 		l.metrics = append(l.metrics, fleetMetric{v[0], v[1], v[2], v[3], v[4], v[5]})
+	case "W":
+		var v [5]int64
+		if len(f) != 6 {
+			bad()
+			return
+		}
+		for i := range v {
+			n, err := strconv.ParseInt(f[i+1], 10, 64)
+			if err != nil {
+				bad()
+				return
+			}
+			v[i] = n
+		}
+		l.sent = append(l.sent, fleetSent{v[0], v[1], v[2], v[3], v[4]})
+	case "L":
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if len(f) != 3 || err != nil {
+			bad()
+			return
+		}
+		l.sessions = append(l.sessions, fleetSession{ns: ns, held: f[2] == "held"})
 	case "E":
 		l.errs = append(l.errs, line)
 	default:
@@ -169,6 +205,18 @@ func (l *fleetLog) metricAt(ns int64) fleetMetric {
 		m = x
 	}
 	return m
+}
+
+// sentAt returns the last W line at or before ns (zero before the first).
+func (l *fleetLog) sentAt(ns int64) fleetSent {
+	var s fleetSent
+	for _, x := range l.sent {
+		if x.ns > ns {
+			break
+		}
+		s = x
+	}
+	return s
 }
 
 // fleetStateHash is the worker's stateHash (fleetworker/main.go): the member

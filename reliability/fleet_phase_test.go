@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +25,11 @@ type fleetFigures struct {
 	watchReqsPeak, watchReqs30s     float64 // Watch stream requests (creates, cancels, progress) per second after the heal, every member
 	watchReqsBase                   float64 // per second in the baseline window
 	watchReqsExcess                 float64 // in the 30 s after the heal, beyond the baseline rate: about the watch creates
-	clientOpens, clientOpensPeak    int64   // ours: upstream watch opens after the heal, in all and in the busiest second
+	requestsBase, requestsPeak      float64 // etcd requests (etcd_server_request_duration_seconds) per second: baseline, busiest second after the heal
+	creates, createsPeak            int64   // watch creates the processes sent from the cut on, in all and in the busiest second
+	ranges, rangesPeak              int64   // Range calls the processes sent from the cut on
+	sessionsLost                    int     // lease sessions lost from the cut on
+	heldAgainMax                    time.Duration
 	relists                         int64   // ours: re-lists after the heal
 	maxRelistsPerPrefix             float64 // ours: the most re-lists per prefix of one process
 	leaderChanges                   float64
@@ -80,6 +85,7 @@ func runFleetPhase(t *testing.T, run fleetRun) *fleetFigures {
 	base1 := smp.now(t, eps)
 	f.baselineP99, _ = p99Between(base0, base1)
 	f.watchReqsBase = (base1.watchMsgs - base0.watchMsgs) / base1.at.Sub(base0.at).Seconds()
+	f.requestsBase = (base1.count - base0.count) / base1.at.Sub(base0.at).Seconds()
 	cutAt := time.Now().UnixNano()
 	for _, p := range proxies {
 		p.Blackhole()
@@ -171,8 +177,12 @@ func runFleetPhase(t *testing.T, run fleetRun) *fleetFigures {
 	// against etcd's final one below), at most 20 s.
 	waitFleetFinal(t, procs, events, run.mode == "peer", final)
 	end := smp.now(t, eps)
+	var wg sync.WaitGroup
 	for _, p := range procs {
-		p.proc.Terminate(10 * time.Second)
+		wg.Go(func() { p.proc.Terminate(10 * time.Second) })
+	}
+	wg.Wait()
+	for _, p := range procs {
 		if err := p.log.read(); err != nil {
 			t.Fatal(err)
 		}
@@ -238,8 +248,8 @@ func (f *fleetFigures) end(p *fleetProc) {
 		f.msgs = append(f.msgs, p.log.proc+" printed no END line")
 		return
 	}
-	var held, leases, owned, reg, regs int
-	fmt.Sscanf(out[i:], "END %d/%d %d %d/%d", &held, &leases, &owned, &reg, &regs)
+	var held, leases, owned, reg, regs, losses int
+	fmt.Sscanf(out[i:], "END %d/%d %d %d/%d %d", &held, &leases, &owned, &reg, &regs, &losses)
 	f.leasesHeld, f.leases, f.owned, f.registered, f.regs = f.leasesHeld+held, f.leases+leases, f.owned+owned, f.registered+reg, f.regs+regs
 	for _, e := range p.log.errs {
 		if len(f.msgs) < 6 {

@@ -12,11 +12,12 @@ import (
 // obsLog is the observation log: lines buffered and flushed every 100 ms, so
 // the parent can follow it while the scenario runs.
 type obsLog struct {
-	mu   sync.Mutex
-	f    *os.File
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
+	mu     sync.Mutex
+	f      *os.File
+	w      *bufio.Writer
+	stop   chan struct{}
+	done   chan struct{}
+	closed bool // under mu: lines are dropped
 }
 
 func openLog(path string) (*obsLog, error) {
@@ -47,6 +48,9 @@ func openLog(path string) (*obsLog, error) {
 func (l *obsLog) line(fields ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
 	for i, f := range fields {
 		if i > 0 {
 			l.w.WriteByte(' ')
@@ -74,6 +78,7 @@ func (l *obsLog) close() {
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	_ = l.w.Flush()
 	_ = l.f.Close()
 }

@@ -12,6 +12,11 @@
 //	R <sub> <key|prefix> <range>                    a subscriber and what it follows
 //	S <sub> <ns> <rev> <state> <changes>            a state delivered to it
 //	M <ns> <opens> <relists> <resyncs> <upstream> <subs>   the plane's counters (ours)
+//	W <ns> <creates> <cancels> <progress> <ranges>  what the client sent etcd: watch
+//	                                                creates, cancels, progress requests
+//	                                                (on Watch streams) and Range calls
+//	L <ns> held|lost                                the leases' session held (every lease
+//	                                                acquired, the member joined) or lost
 //	E <ns> <message>                                an error the worker saw
 //
 // A cache's state is the ModRevision of its key (0: absent) and its changes the
@@ -19,8 +24,10 @@
 // state is n:hash of its members' instance=addr lines (see stateHash) and its
 // rev -1 where the API gives none (naming/endpoints). On stdout it prints
 // "READY <subscriptions> <upstream watches>" once everything is set up, and
-// "END <leases held>/<leases> <partitions owned> <registrations registered>/<registrations>"
-// after a SIGTERM, when the log is flushed; then it exits.
+// "END <leases held>/<leases> <partitions owned> <registrations registered>/<registrations> <sessions lost>"
+// after a SIGTERM, when the log is flushed; then it exits. A lost session is
+// started again, its leases re-acquired and its member joined again, as a
+// service's main loop does.
 package main
 
 import (
@@ -38,6 +45,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // mix is the workload of one process.
@@ -71,9 +79,11 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "fleetworker:", err)
 		return 2
 	}
+	var sent rpcCounter
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: strings.Split(*etcd, ","), DialTimeout: 2 * time.Second,
 		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(sent.stream), grpc.WithChainUnaryInterceptor(sent.unary)},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleetworker:", err)
@@ -85,6 +95,7 @@ func run() int {
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go sent.sample(ctx, lg)
 
 	var w worker
 	if m.mode == "peer" {
@@ -100,9 +111,10 @@ func run() int {
 	subs, upstream := w.counts()
 	fmt.Printf("READY %d %d\n", subs, upstream)
 	<-term
-	held, leases, owned, registered, regs := w.end()
-	lg.close()
-	fmt.Printf("END %d/%d %d %d/%d\n", held, leases, owned, registered, regs)
+	held, leases, owned, registered, regs, losses := w.end()
+	cancel()
+	lg.close() // a sampler's line after it is dropped
+	fmt.Printf("END %d/%d %d %d/%d %d\n", held, leases, owned, registered, regs, losses)
 	return 0
 }
 
@@ -111,9 +123,9 @@ type worker interface {
 	// counts returns the subscriptions held and the upstream watches they
 	// cost this process (as the process knows them).
 	counts() (subs, upstream int)
-	// end reports the leases still held, partitions owned and registrations
-	// registered.
-	end() (held, leases, owned, registered, regs int)
+	// end reports the leases still held, partitions owned, registrations
+	// registered and sessions lost.
+	end() (held, leases, owned, registered, regs, losses int)
 }
 
 // cacheKey is the config key cache i follows.

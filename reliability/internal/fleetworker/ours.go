@@ -22,10 +22,11 @@ import (
 // everywhere.
 type ours struct {
 	reader *sdkmetric.ManualReader
-	leases []*correctnesslease.Lease
-	member *ownership.Member
 	regs   []*membership.Registration
 	mu     sync.Mutex
+	leases []*correctnesslease.Lease // of the current session
+	member *ownership.Member
+	losses int
 	last   [5]int64 // opens, relists, resyncs, upstream, subscriptions
 }
 
@@ -48,28 +49,21 @@ func startOurs(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*o
 			w.regs = append(w.regs, r)
 		}
 	}
+	// The caches start together, as a process's libraries do at init: their
+	// first reads share the plane's probes.
+	var wg sync.WaitGroup
+	errs := make(chan error, m.caches)
 	for i := range m.caches {
-		key, sub := m.cacheKey(i), "c"+strconv.Itoa(i)
-		c, err := failstatic.New(ctx, cli, failstatic.Config[int64]{Key: key,
-			Decode: func(kvs []failstatic.KV) (int64, error) {
-				if len(kvs) == 0 {
-					return 0, nil
-				}
-				return kvs[0].ModRevision, nil
-			}})
-		if err != nil {
-			return nil, fmt.Errorf("cache %s: %w", key, err)
-		}
-		lg.line("R", sub, "key", key)
-		c.Subscribe(func(s failstatic.Snapshot[int64], changes []failstatic.Change) {
-			var chs []string
-			for _, ch := range changes {
-				chs = append(chs, change(ch.Key, ch.ModRevision, ch.Deleted))
+		wg.Go(func() {
+			if err := startCache(ctx, cli, m, i, lg); err != nil {
+				errs <- err
 			}
-			lg.state(sub, s.Revision, strconv.FormatInt(s.Value, 10), chs)
 		})
-		s := c.Get()
-		lg.line("S", sub, time.Now().UnixNano(), s.Revision, s.Value, "init")
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
 	}
 	for i := range m.watchers {
 		sub := "w" + strconv.Itoa(i)
@@ -89,28 +83,106 @@ func startOurs(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*o
 		}()
 	}
 	if m.leases > 0 || m.partition > 0 {
-		s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: m.tenant, TTL: m.ttl})
-		if err != nil {
-			return nil, fmt.Errorf("lease session: %w", err)
-		}
-		for i := range m.leases {
-			l, err := correctnesslease.Acquire(ctx, s, m.name+"-l"+strconv.Itoa(i))
-			if err != nil {
-				return nil, fmt.Errorf("acquire: %w", err)
-			}
-			w.leases = append(w.leases, l)
-		}
-		if m.partition > 0 {
-			g, err := ownership.New(cli, ownership.Config{Tenant: m.tenant, Group: "fleet", Partitions: m.partition})
-			if err != nil {
-				return nil, fmt.Errorf("ownership: %w", err)
-			}
-			if w.member, err = g.Join(ctx, s, nil); err != nil {
-				return nil, fmt.Errorf("join: %w", err)
-			}
+		held := make(chan error, 1)
+		go w.hold(ctx, cli, m, lg, held)
+		if err := <-held; err != nil {
+			return nil, err
 		}
 	}
 	return w, nil
+}
+
+// hold keeps the leases and the ownership member: a session, every lease
+// acquired on it, the member joined on it; when the session is lost (a cut
+// longer than the step-down deadline) it logs the loss and starts again, as a
+// service's main loop does. The first round's outcome goes to first.
+func (w *ours) hold(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog, first chan<- error) {
+	var g *ownership.Group
+	if m.partition > 0 {
+		var err error
+		if g, err = ownership.New(cli, ownership.Config{Tenant: m.tenant, Group: "fleet", Partitions: m.partition}); err != nil {
+			first <- fmt.Errorf("ownership: %w", err)
+			return
+		}
+	}
+	for round := 0; ctx.Err() == nil; round++ {
+		s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: m.tenant, TTL: m.ttl})
+		var leases []*correctnesslease.Lease
+		var member *ownership.Member
+		for i := 0; err == nil && i < m.leases; i++ {
+			var l *correctnesslease.Lease
+			if l, err = correctnesslease.Acquire(ctx, s, m.name+"-l"+strconv.Itoa(i)); err == nil {
+				leases = append(leases, l)
+			}
+		}
+		if err == nil && g != nil {
+			member, err = g.Join(ctx, s, nil)
+		}
+		if err != nil {
+			if round == 0 {
+				first <- err
+				return
+			}
+			lg.errorf("session round %d: %v", round, err)
+			if s != nil {
+				w.closeSession(s, nil)
+			}
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		w.mu.Lock()
+		w.leases, w.member = leases, member
+		w.mu.Unlock()
+		lg.line("L", time.Now().UnixNano(), "held")
+		if round == 0 {
+			first <- nil
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Done():
+		}
+		w.mu.Lock()
+		w.losses++
+		w.mu.Unlock()
+		lg.line("L", time.Now().UnixNano(), "lost")
+		w.closeSession(s, member)
+	}
+}
+
+func (w *ours) closeSession(s *correctnesslease.Session, m *ownership.Member) {
+	if m != nil {
+		_ = m.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+}
+
+// startCache starts cache i and logs what it is given.
+func startCache(ctx context.Context, cli *clientv3.Client, m mix, i int, lg *obsLog) error {
+	key, sub := m.cacheKey(i), "c"+strconv.Itoa(i)
+	c, err := failstatic.New(ctx, cli, failstatic.Config[int64]{Key: key,
+		Decode: func(kvs []failstatic.KV) (int64, error) {
+			if len(kvs) == 0 {
+				return 0, nil
+			}
+			return kvs[0].ModRevision, nil
+		}})
+	if err != nil {
+		return fmt.Errorf("cache %s: %w", key, err)
+	}
+	lg.line("R", sub, "key", key)
+	c.Subscribe(func(s failstatic.Snapshot[int64], changes []failstatic.Change) {
+		var chs []string
+		for _, ch := range changes {
+			chs = append(chs, change(ch.Key, ch.ModRevision, ch.Deleted))
+		}
+		lg.state(sub, s.Revision, strconv.FormatInt(s.Value, 10), chs)
+	})
+	s := c.Get()
+	lg.line("S", sub, time.Now().UnixNano(), s.Revision, s.Value, "init")
+	return nil
 }
 
 // sample logs the plane's counters whenever they change (every 100 ms).
@@ -178,7 +250,9 @@ func (w *ours) counts() (subs, upstream int) {
 	return int(v[4]), int(v[3])
 }
 
-func (w *ours) end() (held, leases, owned, registered, regs int) {
+func (w *ours) end() (held, leases, owned, registered, regs, losses int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, l := range w.leases {
 		if l.Valid() {
 			held++
@@ -192,5 +266,5 @@ func (w *ours) end() (held, leases, owned, registered, regs int) {
 			registered++
 		}
 	}
-	return held, len(w.leases), owned, registered, len(w.regs)
+	return held, len(w.leases), owned, registered, len(w.regs), w.losses
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 // concurrency.Mutex per lease and a concurrency.Election (campaign and
 // observe) for the group.
 type peer struct {
-	session *concurrency.Session
+	mu      sync.Mutex
+	session *concurrency.Session // the current one
+	losses  int
 	lease   clientv3.LeaseID
 	cli     *clientv3.Client
 	leases  int
@@ -56,41 +59,20 @@ func startPeer(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*p
 			}
 		}
 	}
+	// The caches start together, as in the coordkit mix.
+	var wg sync.WaitGroup
+	errs := make(chan error, m.caches)
 	for i := range m.caches {
-		key, sub := m.cacheKey(i), "c"+strconv.Itoa(i)
-		resp, err := cli.Get(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("get %s: %w", key, err)
-		}
-		var mod int64
-		if len(resp.Kvs) > 0 {
-			mod = resp.Kvs[0].ModRevision
-		}
-		lg.line("R", sub, "key", key)
-		lg.line("S", sub, time.Now().UnixNano(), resp.Header.Revision, mod, "init")
-		wch := cli.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
-		w.watches.Add(1)
-		go func() {
-			for wr := range wch {
-				if err := wr.Err(); err != nil {
-					lg.errorf("%s watch: %v", sub, err)
-					continue
-				}
-				var chs []string
-				var rev int64
-				for _, ev := range wr.Events {
-					del := ev.Type == mvccpb.DELETE
-					chs = append(chs, change(string(ev.Kv.Key), ev.Kv.ModRevision, del))
-					mod, rev = ev.Kv.ModRevision, ev.Kv.ModRevision
-					if del {
-						mod = 0
-					}
-				}
-				if len(chs) > 0 {
-					lg.state(sub, rev, strconv.FormatInt(mod, 10), chs)
-				}
+		wg.Go(func() {
+			if err := w.startCache(ctx, m, i, lg); err != nil {
+				errs <- err
 			}
-		}()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
 	}
 	for i := range m.watchers {
 		sub := "w" + strconv.Itoa(i)
@@ -116,35 +98,115 @@ func startPeer(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*p
 		}()
 	}
 	if m.leases > 0 || m.partition > 0 {
-		s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(m.ttl/time.Second)))
+		held := make(chan error, 1)
+		go w.hold(ctx, m, lg, held)
+		if err := <-held; err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// hold keeps the locks and the election: a concurrency session, every mutex
+// locked on it, a campaign and an observer; when the session's lease is lost it
+// logs the loss and starts again. The first round's outcome goes to first.
+func (w *peer) hold(ctx context.Context, m mix, lg *obsLog, first chan<- error) {
+	for round := 0; ctx.Err() == nil; round++ {
+		s, err := concurrency.NewSession(w.cli, concurrency.WithTTL(int(m.ttl/time.Second)), concurrency.WithContext(ctx))
+		for i := 0; err == nil && i < m.leases; i++ {
+			err = concurrency.NewMutex(s, fmt.Sprintf("/tenants/%s/elections/%s-l%d", m.tenant, m.name, i)).Lock(ctx)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("concurrency session: %w", err)
-		}
-		w.session = s
-		for i := range m.leases {
-			mu := concurrency.NewMutex(s, fmt.Sprintf("/tenants/%s/elections/%s-l%d", m.tenant, m.name, i))
-			if err := mu.Lock(ctx); err != nil {
-				return nil, fmt.Errorf("lock: %w", err)
+			if round == 0 {
+				first <- err
+				return
 			}
+			lg.errorf("session round %d: %v", round, err)
+			if s != nil {
+				_ = s.Close()
+			}
+			time.Sleep(500 * time.Millisecond)
+			continue
 		}
+		sctx, cancel := context.WithCancel(ctx)
 		if m.partition > 0 {
 			e := concurrency.NewElection(s, fmt.Sprintf("/tenants/%s/elections/fleet", m.tenant))
 			w.watches.Add(1) // a campaign that waits watches its predecessor
 			go func() {
-				if err := e.Campaign(ctx, m.name); err == nil {
+				if err := e.Campaign(sctx, m.name); err == nil {
 					w.leader.Store(true)
-					w.watches.Add(-1)
 				}
+				w.watches.Add(-1)
 			}()
-			obs := e.Observe(ctx)
+			obs := e.Observe(sctx)
 			w.watches.Add(1)
 			go func() {
 				for range obs {
 				}
+				w.watches.Add(-1)
 			}()
 		}
+		w.mu.Lock()
+		w.session = s
+		w.mu.Unlock()
+		lg.line("L", time.Now().UnixNano(), "held")
+		if round == 0 {
+			first <- nil
+		}
+		select {
+		case <-ctx.Done():
+			cancel()
+			return
+		case <-s.Done():
+		}
+		cancel()
+		w.leader.Store(false)
+		w.mu.Lock()
+		w.losses++
+		w.mu.Unlock()
+		lg.line("L", time.Now().UnixNano(), "lost")
+		_ = s.Close()
 	}
-	return w, nil
+}
+
+// startCache reads cache i's key and watches it from the next revision.
+func (w *peer) startCache(ctx context.Context, m mix, i int, lg *obsLog) error {
+	cli := w.cli
+	key, sub := m.cacheKey(i), "c"+strconv.Itoa(i)
+	resp, err := cli.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", key, err)
+	}
+	var mod int64
+	if len(resp.Kvs) > 0 {
+		mod = resp.Kvs[0].ModRevision
+	}
+	lg.line("R", sub, "key", key)
+	lg.line("S", sub, time.Now().UnixNano(), resp.Header.Revision, mod, "init")
+	wch := cli.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	w.watches.Add(1)
+	go func() {
+		for wr := range wch {
+			if err := wr.Err(); err != nil {
+				lg.errorf("%s watch: %v", sub, err)
+				continue
+			}
+			var chs []string
+			var rev int64
+			for _, ev := range wr.Events {
+				del := ev.Type == mvccpb.DELETE
+				chs = append(chs, change(string(ev.Kv.Key), ev.Kv.ModRevision, del))
+				mod, rev = ev.Kv.ModRevision, ev.Kv.ModRevision
+				if del {
+					mod = 0
+				}
+			}
+			if len(chs) > 0 {
+				lg.state(sub, rev, strconv.FormatInt(mod, 10), chs)
+			}
+		}
+	}()
+	return nil
 }
 
 func (w *peer) counts() (subs, upstream int) {
@@ -152,11 +214,14 @@ func (w *peer) counts() (subs, upstream int) {
 	return n, n
 }
 
-func (w *peer) end() (held, leases, owned, registered, regs int) {
-	alive := w.session != nil
+func (w *peer) end() (held, leases, owned, registered, regs, losses int) {
+	w.mu.Lock()
+	s, losses := w.session, w.losses
+	w.mu.Unlock()
+	alive := s != nil
 	if alive {
 		select {
-		case <-w.session.Done():
+		case <-s.Done():
 			alive = false
 		default:
 		}
@@ -174,5 +239,5 @@ func (w *peer) end() (held, leases, owned, registered, regs int) {
 			registered = w.regs
 		}
 	}
-	return held, w.leases, owned, registered, w.regs
+	return held, w.leases, owned, registered, w.regs, losses
 }
