@@ -1,12 +1,8 @@
 package watchplane_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,23 +18,11 @@ import (
 // watchers reads the spawned etcd member's own gauge of its watchers.
 func watchers(t *testing.T, endpoint string) int {
 	t.Helper()
-	resp, err := http.Get(endpoint + "/metrics")
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
+	v, ok, err := coordtest.EtcdMetric(endpoint, "etcd_debugging_mvcc_watcher_total")
+	if err != nil || !ok {
+		t.Fatalf("etcd_debugging_mvcc_watcher_total of %s: found %v, %v", endpoint, ok, err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "etcd_debugging_mvcc_watcher_total "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return int(f)
-		}
-	}
-	t.Fatal("no etcd_debugging_mvcc_watcher_total in /metrics")
-	return 0
+	return int(v)
 }
 
 // settled returns the gauge once it has held still for 300 ms (watches open

@@ -1,9 +1,7 @@
 package watchplane
 
 import (
-	"bufio"
 	"context"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,23 +67,11 @@ func (c *counting) RequestProgress(ctx context.Context) error {
 // embedded servers of one test process share the gauge: compare differences.
 func serverWatchers(t *testing.T, endpoint string) int {
 	t.Helper()
-	resp, err := http.Get(endpoint + "/metrics")
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
+	v, ok, err := coordtest.EtcdMetric(endpoint, "etcd_debugging_mvcc_watcher_total")
+	if err != nil || !ok {
+		t.Fatalf("etcd_debugging_mvcc_watcher_total of %s: found %v, %v", endpoint, ok, err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "etcd_debugging_mvcc_watcher_total "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("watcher_total %q: %v", v, err)
-			}
-			return int(f)
-		}
-	}
-	t.Fatal("etcd_debugging_mvcc_watcher_total not in /metrics")
-	return 0
+	return int(v)
 }
 
 func put(t *testing.T, cli *clientv3.Client, key, val string) int64 {
