@@ -27,21 +27,10 @@ var sharedHelpers = map[string]string{
 }
 
 // ownHelpersAllowed lists the files that still have their own copies, with
-// the reason; an entry whose file no longer needs it fails the test. The
-// lead's watch-plane round rewrites these packages' tests and moves them onto
-// testing/coordtest (issue 32 point 5, "One etcd watch plane").
-var ownHelpersAllowed = map[string]string{
-	"correctnesslease/helpers_test.go":        "lead: watch-plane rewrite (testTenant, testLogger, countingClient)",
-	"correctnesslease/example_test.go":        "lead: watch-plane rewrite (COORD_EXAMPLE_ETCD set by TestMain)",
-	"membership/helpers_test.go":              "lead: membership restructuring (testTenant, testLogger, countingClient, waitFor)",
-	"membership/example_test.go":              "lead: membership restructuring (its own embedded etcd)",
-	"membership/grpcresolver/example_test.go": "lead: membership restructuring (its own embedded etcd)",
-	"ownership/helpers_test.go":               "lead: watch-plane rewrite (testTenant, testLogger)",
-	"ownership/example_test.go":               "lead: watch-plane rewrite (its own embedded etcd)",
-	"failstatic/helpers_test.go":              "lead: watch-plane rewrite (waitFor)",
-	"correctnesslease/alerts_test.go":         "lead: watch-plane rewrite (reads alerts.yaml itself)",
-	"ownership/alerts_test.go":                "lead: watch-plane rewrite (reads alerts.yaml itself)",
-}
+// the reason; an entry whose file no longer needs it fails the test. Empty
+// since the last packages' tests moved onto testing/coordtest (issue 32
+// point 5).
+var ownHelpersAllowed = map[string]string{}
 
 // checkTestHelpers holds the rule over test files: no declaration of a shared
 // helper's name, no server reached around coordtest (os.Getenv of a

@@ -68,7 +68,7 @@ func TestDeadlineMidQueueLeavesNoKey(t *testing.T) {
 			defer coordtest.Report(t, res)
 			e := coordtest.Etcd(t)
 			cli := e.Client(t)
-			tenant := testTenant(t)
+			tenant := coordtest.Tenant(t)
 			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 			s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second, Logger: quiet})
 			lat := queueLatency(t, s)

@@ -57,7 +57,7 @@ func TestUnknownQueueOutcomeNeverDeletesALiveLease(t *testing.T) {
 	}
 	defer cli.Close()
 	ctx := context.Background()
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 
 	r.failTxn.Store(true)
 	firstErr := make(chan error, 1)

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/coordkit/coordkit/coord"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // expiryReasons are the loss reasons that mean the holder's own lease lapsed:
@@ -22,28 +21,10 @@ var expiryReasons = []coord.LossReason{coord.LossRenewalDeadline, coord.LossSess
 // the reasons the package reports when a holder's own lease lapsed.
 func TestStepDownAlertAgreesWithDocs(t *testing.T) {
 	const alert = "CoordLeaseStepDownsHigh"
-	b, err := os.ReadFile("../deploy/prometheus/alerts.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Groups []struct {
-			Rules []struct {
-				Alert  string            `json:"alert"`
-				Expr   string            `json:"expr"`
-				Labels map[string]string `json:"labels"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	if err := yaml.Unmarshal(b, &file); err != nil {
-		t.Fatal(err)
-	}
 	var expr, severity string
-	for _, g := range file.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == alert {
-				expr, severity = r.Expr, r.Labels["severity"]
-			}
+	for _, r := range coordtest.AlertRules(t) {
+		if r.Alert == alert {
+			expr, severity = r.Expr, r.Labels["severity"]
 		}
 	}
 	m := regexp.MustCompile(`coordkit_correctnesslease_step_downs_total\{coordkit_reason=~"([^"]+)"\}\[1h\]\)\) > (\d+)$`).FindStringSubmatch(expr)

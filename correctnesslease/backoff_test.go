@@ -59,7 +59,7 @@ func TestWaiterBacksOffWhileTheQueueCannotBeRead(t *testing.T) {
 	e := coordtest.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cfg := Config{Tenant: testTenant(t), TTL: 10 * time.Second}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second}
 	other := e.Client(t)
 	holder := newSession(t, other, cfg)
 	held, err := Acquire(ctx, holder, "job")

@@ -39,7 +39,7 @@ func TestConcurrentAcquiresShareQueueTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 256
@@ -106,7 +106,7 @@ func TestBatchedReleaseWithAStaleTermDeletesOnlyItsOwn(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second})
 	old, err := Acquire(ctx, s, "job")
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ func TestCloseDoesNotWaitForAQueuingAcquire(t *testing.T) {
 	e := coordtest.Etcd(t)
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	cli := coordtest.NewEtcdClient(t, proxy.URL())
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 	proxy.Blackhole()
 	defer proxy.Heal()
 

@@ -68,7 +68,7 @@ func TestConfigValidation(t *testing.T) {
 
 func TestInvalidNames(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 3 * time.Second})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 3 * time.Second})
 	ctx := context.Background()
 	for _, name := range []string{"", "a/b", "..", "a b", "x\x00", "\xff\xfe", strings.Repeat("n", coord.MaxNameLen+1)} {
 		if _, err := Acquire(ctx, s, name); !errors.Is(err, coord.ErrInvalidName) {

@@ -4,30 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/correctnesslease"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// exampleClient connects to the etcd named by COORD_EXAMPLE_ETCD (set by
-// TestMain to an embedded server).
-func exampleClient() *clientv3.Client {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{os.Getenv("COORD_EXAMPLE_ETCD")}, DialTimeout: 2 * time.Second})
-	if err != nil {
-		log.Fatal(err)
-	}
-	return cli
-}
 
 // Acquire a lease and send its token with every write; the resource rejects a
 // token older than the newest it has seen (see pgfence).
 func ExampleAcquire() {
-	cli := exampleClient()
-	defer cli.Close()
+	cli, stop := coordtest.ExampleEtcd()
+	defer stop()
 	ctx := context.Background()
 
 	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: "acme", TTL: 3 * time.Second})
@@ -60,8 +48,8 @@ func ExampleAcquire() {
 // Run is the leader loop: the work gets a context that ends with authority and
 // the token of the current term.
 func ExampleRun() {
-	cli := exampleClient()
-	defer cli.Close()
+	cli, stop := coordtest.ExampleEtcd()
+	defer stop()
 	ctx := context.Background()
 	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: "acme", TTL: 3 * time.Second})
 	if err != nil {

@@ -80,7 +80,7 @@ func TestStepDownPrecedesExpiry(t *testing.T) {
 				name := fmt.Sprintf("resp=%v/req=%v/cut+%v", resp, req, offset)
 				synctest.Test(t, func(t *testing.T) {
 					cfg := Config{Tenant: "sim", TTL: ttl, KeepaliveTimeout: ttl/3 - 5*time.Millisecond,
-						Logger: testLogger(t)}.withDefaults()
+						Logger: coordtest.Logger(t)}.withDefaults()
 					if err := cfg.validate(); err != nil {
 						t.Fatal(err)
 					}
@@ -136,7 +136,7 @@ func TestStepDownPrecedesExpiry(t *testing.T) {
 func TestFatalKeepaliveErrors(t *testing.T) {
 	for _, fatal := range []error{rpctypes.ErrLeaseNotFound, rpctypes.ErrPermissionDenied, rpctypes.ErrInvalidAuthToken, rpctypes.ErrGRPCLeaseNotFound} {
 		synctest.Test(t, func(t *testing.T) {
-			cfg := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: testLogger(t)}.withDefaults()
+			cfg := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: coordtest.Logger(t)}.withDefaults()
 			if err := cfg.validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -168,12 +168,12 @@ func TestFatalKeepaliveErrors(t *testing.T) {
 // each client sent (a gRPC interceptor, independent of our own counter): equal.
 func TestKeepaliveSharedBy1000Leases(t *testing.T) {
 	e := coordtest.Etcd(t)
-	many, manyRPC := countingClient(t, e.Endpoints...)
-	one, oneRPC := countingClient(t, e.Endpoints...)
+	many, manyRPC := coordtest.CountingEtcdClient(t, e.Endpoints...)
+	one, oneRPC := coordtest.CountingEtcdClient(t, e.Endpoints...)
 	ctx := context.Background()
 	// A generous timeout: a keepalive timing out on the busy box would add a
 	// retry to one side and blur the comparison.
-	cfg := Config{Tenant: testTenant(t), TTL: 3 * time.Second, KeepaliveTimeout: time.Second - 10*time.Millisecond}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: 3 * time.Second, KeepaliveTimeout: time.Second - 10*time.Millisecond}
 	sMany := newSession(t, many, cfg)
 	const n = 1000
 	leases := make([]*Lease, 0, n)
@@ -189,10 +189,10 @@ func TestKeepaliveSharedBy1000Leases(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Both sessions now renew side by side; count from here.
-	m0, o0 := manyRPC.keepalives.Load(), oneRPC.keepalives.Load()
+	m0, o0 := manyRPC.Count("/LeaseKeepAlive"), oneRPC.Count("/LeaseKeepAlive")
 	own0 := sMany.rpcs.Load()
 	time.Sleep(3 * cfg.TTL)
-	m, o := manyRPC.keepalives.Load()-m0, oneRPC.keepalives.Load()-o0
+	m, o := manyRPC.Count("/LeaseKeepAlive")-m0, oneRPC.Count("/LeaseKeepAlive")-o0
 	t.Logf("keepalive RPCs over 3 TTL: 1,000 leases: %d, 1 lease: %d (own counter %d)", m, o, sMany.rpcs.Load()-own0)
 	if o < 8 {
 		t.Fatalf("single-lease session sent only %d keepalives in 3 TTL", o)
@@ -221,7 +221,7 @@ func TestKeepaliveSharedBy1000Leases(t *testing.T) {
 // sent, however long attaching the session key took.
 func TestSlowStartCountsFromGrant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: testLogger(t)}.withDefaults()
+		cfg := Config{Tenant: "sim", TTL: 3 * time.Second, Logger: coordtest.Logger(t)}.withDefaults()
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func TestKeyGoneWithEtcdUnreachableIsNotASessionExpiry(t *testing.T) {
 	e := coordtest.Etcd(t)
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	cli := coordtest.NewEtcdClient(t, proxy.URL())
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 	proxy.Blackhole()
 	defer proxy.Heal()
 	got := s.keyGone(context.Background())
@@ -108,7 +108,7 @@ func TestKeyGoneReadsEtcdsAnswerAboutTheLease(t *testing.T) {
 			a := &leaseAnswer{Lease: cli.Lease, ttl: c.ttl, err: c.err}
 			cli.Lease = a // before the session starts: nothing else uses the client yet
 			clk := coordtest.NewFakeClock(time.Now())
-			s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second, Clock: clk})
+			s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second, Clock: clk})
 			if got := s.keyGone(context.Background()); got != c.want {
 				t.Fatalf("keyGone with TimeToLive answering TTL %d, error %v = %v, want %v", c.ttl, c.err, got, c.want)
 			}

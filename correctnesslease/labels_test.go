@@ -59,7 +59,7 @@ func TestLeaseLabelCardinalityIsBounded(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(ctx)
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL, MeterProvider: mp})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL, MeterProvider: mp})
 	const names = 110
 	for i := range names {
 		l, err := Acquire(ctx, s, fmt.Sprintf("n-%03d", i))

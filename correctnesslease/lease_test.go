@@ -18,7 +18,7 @@ const testTTL = 3 * time.Second
 func TestAcquireReleaseToken(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL})
 
 	// The session owns a key under members/, bound to its lease.
@@ -69,7 +69,7 @@ func TestAcquireReleaseToken(t *testing.T) {
 func TestTryAcquireHeld(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	l, err := TryAcquire(ctx, a, "job")
 	if err != nil {
@@ -95,7 +95,7 @@ func TestTryAcquireHeld(t *testing.T) {
 func TestFIFOAndNoHerd(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	const n = 6
 	sessions := make([]*Session, n)
 	for i := range sessions {
@@ -185,7 +185,7 @@ func TestFIFOAndNoHerd(t *testing.T) {
 func TestKeyDeletedWhileWaiting(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	holder, err := Acquire(ctx, a, "job")
 	if err != nil {
@@ -226,7 +226,7 @@ func TestKeyDeletedWhileWaiting(t *testing.T) {
 func TestCancelWhileWaitingRemovesKey(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	holder, err := Acquire(ctx, a, "job")
 	if err != nil {
@@ -261,7 +261,7 @@ func TestCancelWhileWaitingRemovesKey(t *testing.T) {
 func TestReleaseNeverDeletesNewerKey(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 	old, err := Acquire(ctx, s, "job")
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func TestReleaseNeverDeletesNewerKey(t *testing.T) {
 func TestContextCause(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	check := func(t *testing.T, l *Lease, want coord.LossReason) {
 		t.Helper()
 		waitDone(t, l.Context().Done(), 10*time.Second, string(want))
@@ -426,7 +426,7 @@ func TestContextCause(t *testing.T) {
 func TestSessionLostWhileWaiting(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	holder, err := Acquire(ctx, a, "job")
 	if err != nil {

@@ -20,7 +20,7 @@ func TestLeftoverKeyIsNeverReused(t *testing.T) {
 	cli := e.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second})
 	const name = "job"
 	prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, name)
 	if err != nil {

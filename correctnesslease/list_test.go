@@ -15,7 +15,7 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	other := newSession(t, cli, Config{Tenant: cfg.Tenant + "-x", TTL: testTTL})
 	la, err := Acquire(ctx, a, "leader")

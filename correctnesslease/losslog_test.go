@@ -42,7 +42,7 @@ func TestLossOfAHeldLeaseIsLoggedAReleaseIsNot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var logs syncBuffer
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second,
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	const lostMsg = "correctnesslease: lease lost authority"
 

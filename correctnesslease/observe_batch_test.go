@@ -20,7 +20,7 @@ import (
 func TestObserveReportsEveryChangeInABatch(t *testing.T) {
 	e := coordtest.Etcd(t)
 	writer := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	prefix := "/tenants/" + tenant + "/elections/leader"
 	var afterFirstRead atomic.Bool
 	changed := make(chan int64, 1)

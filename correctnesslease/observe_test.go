@@ -11,7 +11,7 @@ import (
 func TestObserve(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	ch, err := Observe(ctx, cli, cfg.Tenant, "leader")
 	if err != nil {

@@ -82,7 +82,7 @@ func TestPausedHolderReportsItsOwnExpiry(t *testing.T) {
 	defer coordtest.Report(t, res)
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	const ttl, perRound = MinTTL, 10
 	rounds := coordtest.Pick(3, 20)
 	reasons := map[coord.LossReason]int{}

@@ -23,7 +23,7 @@ func TestQueueAfterAFenceElsewhereOnTheSessionQueuesAgain(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: 10 * time.Second})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second})
 	// What a fence does to the member key, behind the session's guard.
 	fence, err := cli.Put(ctx, s.member, s.memberValue, clientv3.WithLease(s.id))
 	if err != nil {
@@ -100,7 +100,7 @@ func hangingTxnClient(t *testing.T, e *coordtest.EtcdServer, h *hangingTxn) *cli
 func TestFenceAttemptIsBoundedByAThirdOfTheTTL(t *testing.T) {
 	e := coordtest.Etcd(t)
 	h := &hangingTxn{refuse: 1, hold: 2} // the queue transaction, then its fence
-	s := newSession(t, hangingTxnClient(t, e, h), Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, hangingTxnClient(t, e, h), Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 	bound := testTTL / 3
 
 	start := time.Now()
@@ -142,7 +142,7 @@ func TestFenceAttemptIsBoundedByAThirdOfTheTTL(t *testing.T) {
 func TestCleanupAttemptIsBoundedByAThirdOfTheTTL(t *testing.T) {
 	e := coordtest.Etcd(t)
 	other := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	holder := newSession(t, other, Config{Tenant: tenant, TTL: testTTL})
 	h := &hangingTxn{hold: 2} // the queue transaction goes through, the cleanup's delete hangs
 	s := newSession(t, hangingTxnClient(t, e, h), Config{Tenant: tenant, TTL: testTTL})

@@ -17,7 +17,7 @@ func TestConcurrentReleaseReturnsFirstResult(t *testing.T) {
 	e := coordtest.Etcd(t)
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	cli := coordtest.NewEtcdClient(t, proxy.URL())
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 	l, err := Acquire(context.Background(), s, "job")
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 func TestFailedReleaseCanBeRetried(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
 	s, rival := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	l, err := Acquire(ctx, s, "job")
 	if err != nil {

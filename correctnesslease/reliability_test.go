@@ -61,7 +61,7 @@ func runPartitionTrial(t *testing.T, e *coordtest.EtcdServer, name string, rtt, 
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(ctx)
-	cfg := Config{Tenant: testTenant(t), TTL: testTTL, KeepaliveTimeout: kaTimeout, Logger: testLogger(t), MeterProvider: mp}
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL, KeepaliveTimeout: kaTimeout, Logger: coordtest.Logger(t), MeterProvider: mp}
 
 	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer hcancel()

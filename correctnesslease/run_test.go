@@ -70,7 +70,7 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 		}
 		return cli.KeepAliveOnce(ctx, id)
 	}
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL, keepAliveOnce: ka})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL, keepAliveOnce: ka})
 	first = s.LeaseID()
 	ev := newRunEvents()
 	work := make(chan coord.Token, 8)
@@ -145,7 +145,7 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 func TestRunWorkDone(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 	boom := errors.New("boom")
 	var tok coord.Token
 	err := Run(ctx, s, "once", func(ctx context.Context, tk coord.Token) error { tok = tk; return boom }, nil)
@@ -165,7 +165,7 @@ func TestRunWorkDone(t *testing.T) {
 func TestRunDrainExceeded(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
 	release := make(chan struct{})
 	defer close(release)
 	started := make(chan coord.Token, 1)

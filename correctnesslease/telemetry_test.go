@@ -37,7 +37,7 @@ func TestTelemetry(t *testing.T) {
 			return cli.KeepAliveOnce(ctx, id)
 		}
 	}
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL, MeterProvider: mp, TracerProvider: tp, keepAliveOnce: ka})
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL, MeterProvider: mp, TracerProvider: tp, keepAliveOnce: ka})
 	l, err := Acquire(ctx, s, "metered")
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ func TestLeaseValid(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
 	clk := coordtest.NewFakeClock(time.Now())
-	s := newSession(t, cli, Config{Tenant: testTenant(t), TTL: testTTL, Clock: clk})
-	if s.Tenant() != testTenant(t) {
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL, Clock: clk})
+	if s.Tenant() != coordtest.Tenant(t) {
 		t.Fatalf("Tenant() = %q", s.Tenant())
 	}
 	a, err := Acquire(ctx, s, "a")

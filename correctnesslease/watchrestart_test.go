@@ -112,7 +112,7 @@ func TestKeyResyncChecksTheKey(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			tenant := testTenant(t)
+			tenant := coordtest.Tenant(t)
 			cli := coordtest.NewEtcdClient(t, e.Endpoints...)
 			w := newEndingWatcher(cli, 1)
 			w.key = rootOf(t, tenant)
@@ -185,7 +185,7 @@ func TestPredecessorResyncKeepsTheWaiterWaiting(t *testing.T) {
 	e := coordtest.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel() // before the sessions close: a waiter still waiting gives up
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	holder := newSession(t, e.Client(t), Config{Tenant: tenant, TTL: 10 * time.Second})
 	held, err := Acquire(ctx, holder, "job")
 	if err != nil {
@@ -238,7 +238,7 @@ func TestWaiterRetriesAFailedReadOfTheQueue(t *testing.T) {
 	e := coordtest.Etcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	other := e.Client(t)
 	cfg := Config{Tenant: tenant, TTL: 10 * time.Second}
 	holder, middle := newSession(t, other, cfg), newSession(t, other, cfg)

@@ -51,7 +51,7 @@ func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	compactions, deletes := 0, 0
 	for trial := range trials {
-		waitFor(t, 30*time.Second, "cache current before the trial", func() bool {
+		coordtest.Until(t, 30*time.Second, 5*time.Millisecond, "cache current before the trial", func() bool {
 			want, _ := etcdState(t, writer, prefix)
 			return equalConf(c.Get().Value, want) && c.Staleness() < 500*time.Millisecond
 		})
@@ -84,7 +84,7 @@ func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
 		proxy.Heal()
 
 		want, _ := etcdState(t, writer, prefix)
-		waitFor(t, 60*time.Second, fmt.Sprintf("trial %d: cache equals etcd after heal", trial), func() bool {
+		coordtest.Until(t, 60*time.Second, 5*time.Millisecond, fmt.Sprintf("trial %d: cache equals etcd after heal", trial), func() bool {
 			return equalConf(c.Get().Value, want)
 		})
 		// Each fault counts when its effect was observed: bytes the proxy swallowed,
@@ -103,7 +103,7 @@ func TestWatcherBlackholedDuringUpdatesAndCompaction(t *testing.T) {
 		}
 		res.Faults["history compacted past the watcher"]++
 		// Replay the subscriber's changes.
-		waitFor(t, 10*time.Second, "subscriber to catch up", func() bool {
+		coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "subscriber to catch up", func() bool {
 			snaps, _ := rec.get()
 			return len(snaps) > 0 && equalConf(snaps[len(snaps)-1].Value, want)
 		})

@@ -37,11 +37,11 @@ func TestLiveSnapshotFollowsEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, wantRev := etcdState(t, cli, prefix)
-	waitFor(t, 10*time.Second, "cache to follow etcd", func() bool { return equalConf(c.Get().Value, want) })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "cache to follow etcd", func() bool { return equalConf(c.Get().Value, want) })
 	if got := c.Get().Revision; got < rev || got > wantRev {
 		t.Fatalf("revision %d, want in [%d, %d]", got, rev, wantRev)
 	}
-	waitFor(t, 5*time.Second, "subscriber to see 3 changes", func() bool { _, ch := rec.get(); return len(ch) >= 3 })
+	coordtest.Until(t, 5*time.Second, 5*time.Millisecond, "subscriber to see 3 changes", func() bool { _, ch := rec.get(); return len(ch) >= 3 })
 	rec.checkOrdered(t)
 	_, ch := rec.get()
 	if ch[0].Key != prefix+"a" || ch[1].Key != prefix+"c" || ch[2].Key != prefix+"b" || !ch[2].Deleted {
@@ -68,7 +68,7 @@ func TestSingleKey(t *testing.T) {
 	}
 	put(t, cli, key+"-sibling", "no")
 	put(t, cli, key, "yes")
-	waitFor(t, 10*time.Second, "key to appear", func() bool { return c.Get().Value[key] == "yes" })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "key to appear", func() bool { return c.Get().Value[key] == "yes" })
 	if len(c.Get().Value) != 1 {
 		t.Fatalf("single-key cache picked up a sibling: %v", c.Get().Value)
 	}
@@ -83,7 +83,7 @@ func TestRejectedSnapshotKeepsLastGood(t *testing.T) {
 	good := c.Get()
 
 	put(t, cli, prefix+"a", "INVALID")
-	waitFor(t, 10*time.Second, "rejection", func() bool { return c.Status().Rejected == 1 })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "rejection", func() bool { return c.Status().Rejected == 1 })
 	st := c.Status()
 	var rej *failstatic.RejectedError
 	if !errors.As(st.LastRejection, &rej) || rej.Stage != "validate" || !errors.Is(st.LastRejection, errInvalid) {
@@ -93,10 +93,10 @@ func TestRejectedSnapshotKeepsLastGood(t *testing.T) {
 		t.Fatalf("after rejection Get = %+v, want last good %+v", s, good)
 	}
 	// Staleness measures connectivity, not validity: still confirmed.
-	waitFor(t, 10*time.Second, "probe confirmation", func() bool { return c.Staleness() < 2*time.Second })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "probe confirmation", func() bool { return c.Staleness() < 2*time.Second })
 
 	put(t, cli, prefix+"a", "2")
-	waitFor(t, 10*time.Second, "valid value adopted", func() bool { return c.Get().Value[prefix+"a"] == "2" })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "valid value adopted", func() bool { return c.Get().Value[prefix+"a"] == "2" })
 	if c.Status().LastRejection != nil {
 		t.Fatal("LastRejection not cleared by adoption")
 	}
@@ -192,7 +192,7 @@ func TestStartsFromDiskWhenEtcdDown(t *testing.T) {
 	t.Logf("cold start from disk with etcd blackholed took %v", took)
 
 	// The client really tried etcd through the hole (count the fault).
-	waitFor(t, 10*time.Second, "bytes dropped by the blackhole", func() bool { return proxy.Stats().DroppedBytes > 0 })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "bytes dropped by the blackhole", func() bool { return proxy.Stats().DroppedBytes > 0 })
 	if c2.Get().Source != failstatic.SourceDisk {
 		t.Fatal("went live through a blackhole")
 	}
@@ -200,7 +200,7 @@ func TestStartsFromDiskWhenEtcdDown(t *testing.T) {
 	proxy.Heal()
 	proxy.Cut()
 	put(t, cli, prefix+"c", "3")
-	waitFor(t, 60*time.Second, "cache to go live", func() bool {
+	coordtest.Until(t, 60*time.Second, 5*time.Millisecond, "cache to go live", func() bool {
 		s := c2.Get()
 		return s.Source == failstatic.SourceLive && s.Value[prefix+"c"] == "3"
 	})

@@ -110,18 +110,6 @@ func etcdState(t testing.TB, cli *clientv3.Client, prefix string) (conf, int64) 
 	return m, r.Header.Revision
 }
 
-// waitFor polls cond every 5 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func equalConf(a, b conf) bool { return maps.Equal(a, b) }
 
 // recorder collects every update a subscription delivers.

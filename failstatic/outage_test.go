@@ -55,7 +55,7 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 	cfg.ResetAfter = 2 * time.Second
 	cfg.Classes = []failstatic.KeyClass{{Name: "revocations", Prefix: "revocations/", MaxStaleness: threshold}}
 	c1 := mustNew(t, cluster.Client(t), cfg)
-	waitFor(t, 10*time.Second, "a fresh confirmation", func() bool { return c1.Staleness() < 100*time.Millisecond })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "a fresh confirmation", func() bool { return c1.Staleness() < 100*time.Millisecond })
 
 	for _, m := range cluster.Members {
 		if err := m.Pause(); err != nil {
@@ -197,7 +197,7 @@ func TestAllMembersStoppedAndClientRestarted(t *testing.T) {
 
 	// After the outage the cache goes live again and is confirmed current.
 	put(t, writer, prefix+"flags/after", "1")
-	waitFor(t, 90*time.Second, "live and current after the outage", func() bool {
+	coordtest.Until(t, 90*time.Second, 5*time.Millisecond, "live and current after the outage", func() bool {
 		s := c.Get()
 		return s.Source == failstatic.SourceLive && s.Value[prefix+"flags/after"] == "1" && s.Staleness < time.Second
 	})

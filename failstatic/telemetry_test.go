@@ -26,7 +26,7 @@ func TestMetrics(t *testing.T) {
 	cfg.MeterProvider = provider
 	c := mustNew(t, cli, cfg)
 	put(t, cli, prefix+"a", "INVALID")
-	waitFor(t, 10*time.Second, "rejection", func() bool { return c.Status().Rejected == 1 })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "rejection", func() bool { return c.Status().Rejected == 1 })
 
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {

@@ -153,13 +153,13 @@ func TestSlowSubscriberIsCoalesced(t *testing.T) {
 		// One adoption per update: unpaced, a loaded machine's watch delivered the
 		// updates in two or three batches, adopted as that many snapshots, and
 		// there was nothing to coalesce (Coalesced = 0).
-		waitFor(t, 10*time.Second, fmt.Sprintf("the cache to adopt update %d (revision %d)", i, rev), func() bool { return c.Get().Revision >= rev })
+		coordtest.Until(t, 10*time.Second, 5*time.Millisecond, fmt.Sprintf("the cache to adopt update %d (revision %d)", i, rev), func() bool { return c.Get().Revision >= rev })
 		if rev > prev {
 			revisions++
 		}
 	}
 	close(release)
-	waitFor(t, 30*time.Second, "the subscriber to receive the last update", func() bool {
+	coordtest.Until(t, 30*time.Second, 5*time.Millisecond, "the subscriber to receive the last update", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return last >= rev

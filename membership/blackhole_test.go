@@ -53,7 +53,7 @@ func TestWatcherBlackholedDuringChurnAndCompaction(t *testing.T) {
 	t.Parallel()
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	const n, per = 1000, 100
 	sessions, regs := fleetOf(t, e.Endpoints, tenant, "api", n, per, 10*time.Second)
 
@@ -61,7 +61,7 @@ func TestWatcherBlackholedDuringChurnAndCompaction(t *testing.T) {
 	m := newMetrics(t)
 	w := watch(t, coordtest.NewEtcdClient(t, proxy.URL()), tenant, "api", &membership.WatchConfig{
 		ProbeInterval: 200 * time.Millisecond, StaleAfter: time.Second, ResetAfter: time.Second, ReadTimeout: time.Second, MeterProvider: m, Logger: quiet})
-	waitFor(t, 30*time.Second, "initial view", func() bool { return viewEqualsTruth(t, w, cli, tenant) })
+	coordtest.Until(t, 30*time.Second, 5*time.Millisecond, "initial view", func() bool { return viewEqualsTruth(t, w, cli, tenant) })
 
 	rounds := coordtest.Pick(2, 6)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -118,7 +118,7 @@ func TestWatcherBlackholedDuringChurnAndCompaction(t *testing.T) {
 		}
 		proxy.Heal()
 		healed := time.Now()
-		waitFor(t, 30*time.Second, fmt.Sprintf("round %d: view equals etcd's set", round), func() bool { return viewEqualsTruth(t, w, cli, tenant) })
+		coordtest.Until(t, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("round %d: view equals etcd's set", round), func() bool { return viewEqualsTruth(t, w, cli, tenant) })
 		took := time.Since(healed)
 		got := m.sum("coordkit.membership.relists") - relists
 		t.Logf("round %d: converged %v after the heal, %d re-list(s); %d members", round, took.Round(time.Millisecond), got, len(w.View().Members))

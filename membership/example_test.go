@@ -3,38 +3,18 @@ package membership_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// exampleEtcd starts a throw-away embedded etcd (examples have no *testing.T)
-// and returns a client of it and a function that stops both.
-func exampleEtcd() (*clientv3.Client, func()) {
-	dir, err := os.MkdirTemp("", "membership-example-*")
-	if err != nil {
-		panic(err)
-	}
-	e, err := coordtest.StartEtcd(dir)
-	if err != nil {
-		panic(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		panic(err)
-	}
-	return cli, func() { cli.Close(); e.Close(); os.RemoveAll(dir) }
-}
-
 // An instance registers itself; a consumer watches the service and gets the
 // whole set, with its revision, on every change.
 func Example() {
-	cli, stop := exampleEtcd()
+	cli, stop := coordtest.ExampleEtcd()
 	defer stop()
 	ctx := context.Background()
 
@@ -75,7 +55,7 @@ func Example() {
 
 // Many instances in one process share one lease and one keepalive.
 func ExampleSession() {
-	cli, stop := exampleEtcd()
+	cli, stop := coordtest.ExampleEtcd()
 	defer stop()
 	ctx := context.Background()
 

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,32 +12,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 
 	"github.com/coordkit/coordkit/membership"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// testTenant returns a tenant name unique to the test.
-func testTenant(t testing.TB) string {
-	n := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
-	if len(n) > 40 {
-		n = n[len(n)-40:]
-	}
-	return "t-" + strings.Trim(n, "-")
-}
-
-// testLogger logs through t.Log at Info and above (shown on failure only).
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
 
 // logBuffer keeps a logger's output, to print for a failing instance only.
 type logBuffer struct {
@@ -116,39 +93,12 @@ func (m *metrics) sum(name string, match ...attribute.KeyValue) int64 {
 	return total
 }
 
-// rpcCounter counts LeaseKeepAlive streams (one per KeepAliveOnce) on a client.
-type rpcCounter struct{ keepalives atomic.Int64 }
-
-func (c *rpcCounter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	if strings.HasSuffix(method, "/LeaseKeepAlive") {
-		c.keepalives.Add(1)
-	}
-	return streamer(ctx, desc, cc, method, opts...)
-}
-
-// countingClient returns a client of endpoints whose keepalive RPCs are counted.
-func countingClient(t testing.TB, endpoints ...string) (*clientv3.Client, *rpcCounter) {
-	t.Helper()
-	rc := &rpcCounter{}
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: 2 * time.Second,
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(rc.stream)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, rc
-}
-
 // register registers cfg (with a test logger unless set) and deregisters it
 // when the test ends.
 func register(t testing.TB, cli *clientv3.Client, cfg membership.Config) *membership.Registration {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
+		cfg.Logger = coordtest.Logger(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -171,7 +121,7 @@ func watch(t testing.TB, cli *clientv3.Client, tenant, service string, cfg *memb
 		cfg = &membership.WatchConfig{}
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
+		cfg.Logger = coordtest.Logger(t)
 	}
 	w, err := membership.Watch(context.Background(), cli, tenant, service, *cfg)
 	if err != nil {
@@ -179,19 +129,6 @@ func watch(t testing.TB, cli *clientv3.Client, tenant, service string, cfg *memb
 	}
 	t.Cleanup(w.Close)
 	return w
-}
-
-// waitFor polls cond every 5 ms and fails the test with what when it is not
-// true within d.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // get reads one key.

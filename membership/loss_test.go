@@ -21,12 +21,12 @@ import (
 func TestOwnKeyOverwrittenReregistered(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli, op := e.Client(t), e.Client(t)
-	r := register(t, cli, membership.Config{Tenant: testTenant(t), Service: "api", Instance: "pod-1", Addr: "10.0.0.1:1"})
+	r := register(t, cli, membership.Config{Tenant: coordtest.Tenant(t), Service: "api", Instance: "pod-1", Addr: "10.0.0.1:1"})
 	before := r.Status()
 	if _, err := op.Put(context.Background(), r.Key(), `{"addr":"6.6.6.6:6"}`); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "re-registration after overwrite", func() bool { return r.Status().Registrations == 2 && r.Registered() })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "re-registration after overwrite", func() bool { return r.Status().Registrations == 2 && r.Registered() })
 	st := r.Status()
 	if st.LastLoss.Reason != membership.LossKeyOverwritten || st.Lease != before.Lease {
 		t.Fatalf("status %+v", st)
@@ -43,13 +43,13 @@ func TestOwnKeyOverwrittenReregistered(t *testing.T) {
 func TestLeaseRevokedReregisteredUnderNewLease(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli, op := e.Client(t), e.Client(t)
-	r := register(t, cli, membership.Config{Tenant: testTenant(t), Service: "api", Instance: "pod-1",
+	r := register(t, cli, membership.Config{Tenant: coordtest.Tenant(t), Service: "api", Instance: "pod-1",
 		SessionConfig: membership.SessionConfig{TTL: 3 * time.Second}})
 	old := r.Status().Lease
 	if _, err := op.Revoke(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "re-registration under a new lease", func() bool {
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "re-registration under a new lease", func() bool {
 		st := r.Status()
 		return st.Registered && st.Lease != 0 && st.Lease != old
 	})
@@ -70,7 +70,7 @@ func TestUpdateWhileLostIsKept(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli, op := e.Client(t), e.Client(t)
 	clk := coordtest.NewFakeClock(time.Now())
-	r := register(t, cli, membership.Config{Tenant: testTenant(t), Service: "api", Instance: "pod-1",
+	r := register(t, cli, membership.Config{Tenant: coordtest.Tenant(t), Service: "api", Instance: "pod-1",
 		Metadata: map[string]string{"v": "1"}, SessionConfig: membership.SessionConfig{Clock: clk}})
 	ctx := context.Background()
 	if err := r.Update(ctx, map[string]string{"v": "2"}); err != nil {
@@ -79,7 +79,7 @@ func TestUpdateWhileLostIsKept(t *testing.T) {
 	if _, err := op.Delete(ctx, r.Key()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "loss noticed", func() bool { return r.Status().Losses == 1 })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "loss noticed", func() bool { return r.Status().Losses == 1 })
 	if r.Registered() {
 		t.Fatal("Registered while the key is lost")
 	}
@@ -90,7 +90,7 @@ func TestUpdateWhileLostIsKept(t *testing.T) {
 		t.Fatal("key back before the backoff elapsed")
 	}
 	clk.Advance(membership.DefaultBackoffBase)
-	waitFor(t, 10*time.Second, "re-registration", r.Registered)
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "re-registration", r.Registered)
 	resp, _ := get(t, cli, r.Key())
 	var v struct{ Metadata map[string]string }
 	if len(resp.Kvs) != 1 || json.Unmarshal(resp.Kvs[0].Value, &v) != nil || v.Metadata["v"] != "3" {
@@ -113,17 +113,17 @@ func TestUpdateWhileLostIsKept(t *testing.T) {
 // Session.Register refuses lease settings and a second registration of one key.
 func TestSessionSharesOneKeepalive(t *testing.T) {
 	e := coordtest.Etcd(t)
-	cli, rpcs := countingClient(t, e.Endpoints...)
+	cli, rpcs := coordtest.CountingEtcdClient(t, e.Endpoints...)
 	clk := coordtest.NewFakeClock(time.Now())
 	m := newMetrics(t)
 	ctx := context.Background()
 	const ttl = 6 * time.Second
-	s, err := membership.NewSession(ctx, cli, membership.SessionConfig{TTL: ttl, Clock: clk, Logger: testLogger(t), MeterProvider: m})
+	s, err := membership.NewSession(ctx, cli, membership.SessionConfig{TTL: ttl, Clock: clk, Logger: coordtest.Logger(t), MeterProvider: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	var regs []*membership.Registration
 	for _, name := range []string{"a", "b", "c"} {
 		r, err := s.Register(ctx, membership.Config{Tenant: tenant, Service: "api", Instance: name})
@@ -141,10 +141,10 @@ func TestSessionSharesOneKeepalive(t *testing.T) {
 	const rounds = 6
 	for i := 1; i <= rounds; i++ {
 		clk.Advance(ttl / 3)
-		waitFor(t, 5*time.Second, "keepalive answered", func() bool {
+		coordtest.Until(t, 5*time.Second, 5*time.Millisecond, "keepalive answered", func() bool {
 			return m.sum("coordkit.membership.keepalives", attribute.String(coord.AttrOutcome, "ok")) == int64(i)
 		})
-		if got := rpcs.keepalives.Load(); got != int64(i) {
+		if got := rpcs.Count("/LeaseKeepAlive"); got != int64(i) {
 			t.Fatalf("after %d TTL/3 periods: %d keepalive RPCs", i, got)
 		}
 	}
@@ -153,7 +153,7 @@ func TestSessionSharesOneKeepalive(t *testing.T) {
 			t.Fatalf("%s: %+v (session lease %x)", r.Key(), r.Status(), s.Lease())
 		}
 	}
-	t.Logf("%d registrations, %d TTL/3 periods: %d keepalive RPCs", len(regs), rounds, rpcs.keepalives.Load())
+	t.Logf("%d registrations, %d TTL/3 periods: %d keepalive RPCs", len(regs), rounds, rpcs.Count("/LeaseKeepAlive"))
 	// Deregister removes only its own key; Close removes the rest.
 	if err := regs[0].Deregister(ctx); err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestRegisteredTurnsFalseWhenUnconfirmed(t *testing.T) {
 	clk := coordtest.NewFakeClock(time.Now())
 	m := newMetrics(t)
 	const ttl = 30 * time.Second // real etcd must not expire the lease during the test
-	r := register(t, cli, membership.Config{Tenant: testTenant(t), Service: "api", Instance: "pod-1",
+	r := register(t, cli, membership.Config{Tenant: coordtest.Tenant(t), Service: "api", Instance: "pod-1",
 		SessionConfig: membership.SessionConfig{TTL: ttl, KeepaliveTimeout: 200 * time.Millisecond, Clock: clk, MeterProvider: m}})
 	gauge := func() int64 {
 		return m.sum("coordkit.membership.registered", attribute.String("coordkit.membership.instance", "pod-1"))
@@ -201,9 +201,9 @@ func TestRegisteredTurnsFalseWhenUnconfirmed(t *testing.T) {
 	if r.Registered() || gauge() != 0 {
 		t.Fatalf("still registered after a TTL unconfirmed: %+v", r.Status())
 	}
-	waitFor(t, 10*time.Second, "a keepalive swallowed by the blackhole", func() bool { return proxy.Stats().DroppedBytes > 0 })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "a keepalive swallowed by the blackhole", func() bool { return proxy.Stats().DroppedBytes > 0 })
 	proxy.Heal()
-	waitFor(t, 20*time.Second, "registered again", func() bool {
+	coordtest.Until(t, 20*time.Second, 5*time.Millisecond, "registered again", func() bool {
 		clk.Advance(ttl / 6)
 		return r.Registered()
 	})
@@ -221,7 +221,7 @@ func TestSessionRegisterAfterUnnoticedLeaseLoss(t *testing.T) {
 	cli, op := e.Client(t), e.Client(t)
 	clk := coordtest.NewFakeClock(time.Now()) // the keepalive never runs by itself
 	ctx := context.Background()
-	s, err := membership.NewSession(ctx, cli, membership.SessionConfig{Clock: clk, Logger: testLogger(t)})
+	s, err := membership.NewSession(ctx, cli, membership.SessionConfig{Clock: clk, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestSessionRegisterAfterUnnoticedLeaseLoss(t *testing.T) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	r, err := s.Register(rctx, membership.Config{Tenant: testTenant(t), Service: "api", Instance: "a"})
+	r, err := s.Register(rctx, membership.Config{Tenant: coordtest.Tenant(t), Service: "api", Instance: "a"})
 	if err != nil {
 		t.Fatalf("Register on a session whose lease was revoked: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestSessionCloseDuringRegister(t *testing.T) {
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	cli := coordtest.NewEtcdClient(t, proxy.URL())
 	ctx := context.Background()
-	s, err := membership.NewSession(ctx, cli, membership.SessionConfig{Logger: testLogger(t)})
+	s, err := membership.NewSession(ctx, cli, membership.SessionConfig{Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +258,10 @@ func TestSessionCloseDuringRegister(t *testing.T) {
 	go func() {
 		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		_, err := s.Register(rctx, membership.Config{Tenant: testTenant(t), Service: "api", Instance: "a"})
+		_, err := s.Register(rctx, membership.Config{Tenant: coordtest.Tenant(t), Service: "api", Instance: "a"})
 		regErr <- err
 	}()
-	waitFor(t, 10*time.Second, "the put in flight", func() bool { return proxy.Stats().DroppedBytes > 0 })
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "the put in flight", func() bool { return proxy.Stats().DroppedBytes > 0 })
 	closed := make(chan error, 1)
 	go func() {
 		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)

@@ -116,7 +116,7 @@ func (s *sampler) close() { close(s.stop); <-s.done }
 
 func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClusterServer, freeze bool, length time.Duration, fault string, ttl time.Duration, n int) {
 	eps := cluster.Endpoints()
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	truthCli := coordtest.NewEtcdClient(t, eps...)
 
 	regs := make([]*membership.Registration, n)
@@ -146,7 +146,7 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 		watchers[i] = watch(t, coordtest.NewEtcdClient(t, eps...), tenant, "api", &membership.WatchConfig{Logger: quiet, ResetAfter: ttl / 2})
 	}
 	for i, w := range watchers {
-		waitFor(t, 20*time.Second, fmt.Sprintf("watcher %d equals the truth before the fault", i), func() bool { return viewEqualsTruth(t, w, truthCli, tenant) })
+		coordtest.Until(t, 20*time.Second, 5*time.Millisecond, fmt.Sprintf("watcher %d equals the truth before the fault", i), func() bool { return viewEqualsTruth(t, w, truthCli, tenant) })
 	}
 	oldLeases := map[clientv3.LeaseID]bool{}
 	for _, r := range regs {
@@ -279,13 +279,13 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	final, _ := instances(t, truthCli, tenant, "api")
 	var worst time.Duration
 	for i, w := range watchers {
-		waitFor(t, 20*time.Second, fmt.Sprintf("watcher %d equals the truth", i), func() bool { return viewEqualsTruth(t, w, truthCli, tenant) })
+		coordtest.Until(t, 20*time.Second, 5*time.Millisecond, fmt.Sprintf("watcher %d equals the truth", i), func() bool { return viewEqualsTruth(t, w, truthCli, tenant) })
 		at, ok := recs[i].firstEqual(final)
 		if !ok {
 			at = stopped // no view after the fault: the view never differed
 		}
 		worst = max(worst, at.Sub(settled))
-		waitFor(t, 5*time.Second, fmt.Sprintf("watcher %d's Err cleared once its view is exact again (Err: %v)", i, w.Err()), func() bool { return w.Err() == nil && w.Healthy() })
+		coordtest.Until(t, 5*time.Second, 5*time.Millisecond, fmt.Sprintf("watcher %d's Err cleared once its view is exact again (Err: %v)", i, w.Err()), func() bool { return w.Err() == nil && w.Healthy() })
 	}
 	for _, r := range recs {
 		r.close()

@@ -20,12 +20,12 @@ func TestRegisterAndDeregister(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
 	m := newMetrics(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	ctx := context.Background()
 	r, err := membership.Register(ctx, cli, membership.Config{
 		Tenant: tenant, Service: "api", Instance: "pod-1", Addr: "10.0.0.1:8080",
 		Metadata:      map[string]string{"zone": "a", "version": "1.2.3"},
-		SessionConfig: membership.SessionConfig{TTL: 5 * time.Second, Logger: testLogger(t), MeterProvider: m},
+		SessionConfig: membership.SessionConfig{TTL: 5 * time.Second, Logger: coordtest.Logger(t), MeterProvider: m},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +86,8 @@ func TestRegisterAndDeregister(t *testing.T) {
 func TestRegisterRejectsBadInput(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	tenant := testTenant(t)
-	ok := membership.Config{Tenant: tenant, Service: "api", Instance: "i1", SessionConfig: membership.SessionConfig{Logger: testLogger(t)}}
+	tenant := coordtest.Tenant(t)
+	ok := membership.Config{Tenant: tenant, Service: "api", Instance: "i1", SessionConfig: membership.SessionConfig{Logger: coordtest.Logger(t)}}
 	with := func(f func(*membership.Config)) membership.Config { c := ok; f(&c); return c }
 	cut := "zoné"[:4] // cut mid-rune
 	cases := []struct {
@@ -155,7 +155,7 @@ func TestOwnKeyDeletedReregistered(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli, op := e.Client(t), e.Client(t)
 	m := newMetrics(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	const ttl = 2 * time.Second
 	r := register(t, cli, membership.Config{Tenant: tenant, Service: "api", Instance: "pod-1",
 		SessionConfig: membership.SessionConfig{TTL: ttl, MeterProvider: m}})
@@ -169,7 +169,7 @@ func TestOwnKeyDeletedReregistered(t *testing.T) {
 		}
 		deleted := time.Now()
 		res.Faults["key deleted by operator"]++
-		waitFor(t, 10*time.Second, "re-registration", func() bool {
+		coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "re-registration", func() bool {
 			st := r.Status()
 			return st.Registrations == before.Registrations+1 && st.Registered
 		})

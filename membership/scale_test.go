@@ -25,7 +25,7 @@ func TestManyRegistrationsOneTenant(t *testing.T) {
 	n := sessionsN * per
 	t.Parallel()
 	e := coordtest.Etcd(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	// A longer TTL in the full tier: 10,000 registrations under -race load the
 	// embedded etcd enough to delay keepalives past a 3 s lease.
 	ttl := coordtest.Pick(3*time.Second, 10*time.Second)
@@ -61,10 +61,10 @@ func TestManyRegistrationsOneTenant(t *testing.T) {
 		}(watchers[i], seens[i])
 	}
 
-	counters := make([]*rpcCounter, sessionsN)
+	counters := make([]*coordtest.RPCCounter, sessionsN)
 	sessions := make([]*membership.Session, sessionsN)
 	for i := range sessions {
-		cli, rc := countingClient(t, e.Endpoints...)
+		cli, rc := coordtest.CountingEtcdClient(t, e.Endpoints...)
 		counters[i] = rc
 		s, err := membership.NewSession(context.Background(), cli, membership.SessionConfig{TTL: ttl, Logger: quiet})
 		if err != nil {
@@ -119,13 +119,13 @@ func TestManyRegistrationsOneTenant(t *testing.T) {
 	// Keepalive traffic over a quiet window of 2 TTLs.
 	var before int64
 	for _, c := range counters {
-		before += c.keepalives.Load()
+		before += c.Count("/LeaseKeepAlive")
 	}
 	window := 2 * ttl
 	time.Sleep(window)
 	var during int64
 	for _, c := range counters {
-		during += c.keepalives.Load()
+		during += c.Count("/LeaseKeepAlive")
 	}
 	during -= before
 	periods := int64(window / (ttl / 3))

@@ -44,7 +44,7 @@ func nextView(t testing.TB, w *membership.Watcher, what string, cond func(member
 func TestWatchDeliversWholeViews(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	a := register(t, cli, membership.Config{Tenant: tenant, Service: "api", Instance: "a", Addr: "10.0.0.1:80", Metadata: map[string]string{"zone": "x"}})
 	m := newMetrics(t)
 	w := watch(t, cli, tenant, "api", &membership.WatchConfig{MeterProvider: m})
@@ -83,7 +83,7 @@ func TestWatchDeliversWholeViews(t *testing.T) {
 	if len(v4.Members) != 1 || v4.Malformed[0] != "/tenants/"+tenant+"/members/api/junk" {
 		t.Fatalf("view with junk: %+v", v4)
 	}
-	waitFor(t, 5*time.Second, "healthy", w.Healthy)
+	coordtest.Until(t, 5*time.Second, 5*time.Millisecond, "healthy", w.Healthy)
 	if got := m.sum("coordkit.membership.members", attribute.String("coordkit.membership.service", "api")); got != 1 {
 		t.Fatalf("members gauge = %d", got)
 	}
@@ -124,7 +124,7 @@ func TestWatchRejectsBadNames(t *testing.T) {
 func TestWatchAppliesEveryEventOfOneRevision(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	prefix := "/tenants/" + tenant + "/members/api/"
 	for _, i := range []string{"a", "b", "c"} {
 		if _, err := cli.Put(context.Background(), prefix+i, `{"addr":"10.0.0.1:80"}`); err != nil {
@@ -151,7 +151,7 @@ func TestWatchAppliesEveryEventOfOneRevision(t *testing.T) {
 func TestNamesRegisterRefusesAreMalformed(t *testing.T) {
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	prefix := "/tenants/" + tenant + "/members/api/"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

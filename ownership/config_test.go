@@ -19,8 +19,8 @@ import (
 // refused with typed errors, and leave nothing behind.
 func TestBadInput(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	ok := ownership.Config{Tenant: tenant, Group: "orders", Partitions: 4, Logger: testLogger(t)}
+	tenant := coordtest.Tenant(t)
+	ok := ownership.Config{Tenant: tenant, Group: "orders", Partitions: 4, Logger: coordtest.Logger(t)}
 	with := func(f func(*ownership.Config)) ownership.Config { c := ok; f(&c); return c }
 	for _, tc := range []struct {
 		name   string

@@ -18,8 +18,8 @@ import (
 func TestDrainTimeout(t *testing.T) {
 	const p, drain = 2, time.Second
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: drain, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: drain, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +44,8 @@ func TestDrainTimeout(t *testing.T) {
 func TestLeaveDeadline(t *testing.T) {
 	const p = 2
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,8 @@ func TestLeaveDeadline(t *testing.T) {
 func TestRevokedPartitionIsNotValidWhileDraining(t *testing.T) {
 	const p = 2
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,34 +3,11 @@ package ownership_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/ownership"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// exampleEtcd starts a throw-away embedded etcd (examples have no *testing.T)
-// and returns a client of it and a function that stops both.
-func exampleEtcd() (*clientv3.Client, func()) {
-	dir, err := os.MkdirTemp("", "ownership-example-*")
-	if err != nil {
-		panic(err)
-	}
-	e, err := coordtest.StartEtcd(dir)
-	if err != nil {
-		panic(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		panic(err)
-	}
-	return cli, func() { cli.Close(); e.Close(); os.RemoveAll(dir) }
-}
 
 // A worker joins a group of 4 partitions on its session and serves what it is
 // given: each partition comes with its own context (cancelled when it must stop)
@@ -38,7 +15,7 @@ func exampleEtcd() (*clientv3.Client, func()) {
 // through pgfence.Exec). On a revoke the worker stops the partition's work and
 // calls Done, and the next owner takes it over at once.
 func Example() {
-	cli, stop := exampleEtcd()
+	cli, stop := coordtest.ExampleEtcd()
 	defer stop()
 	ctx := context.Background()
 

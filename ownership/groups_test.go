@@ -21,7 +21,7 @@ func TestGroups(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, g := range []ownership.GroupRef{{Tenant: "acme", Group: "orders-eu"}, {Tenant: "acme", Group: "orders"}, {Tenant: "acme-b", Group: "x"}} {
-		grp, err := ownership.New(cli, ownership.Config{Tenant: g.Tenant, Group: g.Group, Partitions: 2, Logger: testLogger(t)})
+		grp, err := ownership.New(cli, ownership.Config{Tenant: g.Tenant, Group: g.Group, Partitions: 2, Logger: coordtest.Logger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

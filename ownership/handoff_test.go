@@ -18,8 +18,8 @@ import (
 func TestJoinAndLeaveHandoff(t *testing.T) {
 	const p = 8
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: 2 * time.Second, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: 2 * time.Second, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,7 @@ package ownership_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,37 +14,17 @@ import (
 
 	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/ownership"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 const testTTL = 3 * time.Second
-
-// testTenant returns a tenant name unique to the test.
-func testTenant(t testing.TB) string {
-	n := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
-	if len(n) > 40 {
-		n = n[len(n)-40:]
-	}
-	return "t-" + strings.Trim(n, "-")
-}
-
-// testLogger logs through t.Log at Info and above (shown on failure only).
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
 
 // newSession opens a correctnesslease session closed when the test ends.
 func newSession(t testing.TB, cli *clientv3.Client, tenant string) *correctnesslease.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: tenant, TTL: testTTL, Logger: testLogger(t)})
+	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: tenant, TTL: testTTL, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatalf("NewSession: %v", err)
 	}

@@ -25,16 +25,16 @@ func TestShortBlackholeChangesNothing(t *testing.T) {
 	const p, ttl = 4, 6 * time.Second
 	e := coordtest.Etcd(t)
 	cli := e.Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	pcli := coordtest.NewEtcdClient(t, proxy.URL())
-	cfg := ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t)}
+	cfg := ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)}
 	g, err := ownership.New(pcli, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := correctnesslease.NewSession(ctx, pcli, correctnesslease.Config{Tenant: tenant, TTL: ttl, Logger: testLogger(t)})
+	s, err := correctnesslease.NewSession(ctx, pcli, correctnesslease.Config{Tenant: tenant, TTL: ttl, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +95,8 @@ func TestShortBlackholeChangesNothing(t *testing.T) {
 func TestPartitionKeyDeleted(t *testing.T) {
 	const p = 2
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,8 @@ func TestPartitionKeyDeleted(t *testing.T) {
 // is current (the latest token).
 func TestEventsNeverBlock(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: 1, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: 1, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 func TestRebalanceBound(t *testing.T) {
 	p, n := coordtest.Pick(24, 1000), coordtest.Pick(4, 10)
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

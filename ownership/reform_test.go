@@ -25,11 +25,11 @@ func TestOutageLongerThanStepDown(t *testing.T) {
 	defer coordtest.Report(t, res)
 	const p, ttl = 6, 2 * time.Second
 	e := coordtest.Etcd(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	reader := newReader(t)
 	pcli := coordtest.NewEtcdClient(t, proxy.URL())
-	g, err := ownership.New(pcli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t), MeterProvider: reader.mp})
+	g, err := ownership.New(pcli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t), MeterProvider: reader.mp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestOutageLongerThanStepDown(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for attempt := 0; ctx.Err() == nil; attempt++ {
-				s, err := correctnesslease.NewSession(ctx, pcli, correctnesslease.Config{Tenant: tenant, TTL: ttl, Logger: testLogger(t)})
+				s, err := correctnesslease.NewSession(ctx, pcli, correctnesslease.Config{Tenant: tenant, TTL: ttl, Logger: coordtest.Logger(t)})
 				if err == nil {
 					m, err := g.Join(ctx, s, nil)
 					if err == nil {

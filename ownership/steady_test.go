@@ -18,8 +18,8 @@ import (
 func TestSteadyStateWritesNothing(t *testing.T) {
 	const p = 12
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +71,8 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 func TestCloseHandsOverWithoutTTL(t *testing.T) {
 	const p = 6
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: testLogger(t)})
+	tenant := coordtest.Tenant(t)
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: coordtest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

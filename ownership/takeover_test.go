@@ -34,8 +34,8 @@ func TestBlackholedOwnerTakenOver(t *testing.T) {
 	if err := pgfence.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	tenant := testTenant(t)
-	cfg := ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t)}
+	tenant := coordtest.Tenant(t)
+	cfg := ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)}
 	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
 	pcli := coordtest.NewEtcdClient(t, proxy.URL())
 	ga, err := ownership.New(pcli, cfg)

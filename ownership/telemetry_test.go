@@ -20,10 +20,10 @@ import (
 func TestMetrics(t *testing.T) {
 	const p = 6
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	rd := newReader(t)
 	reader := rd.r
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: testLogger(t), MeterProvider: rd.mp})
+	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t), MeterProvider: rd.mp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +113,11 @@ func collect(t testing.TB, r *sdkmetric.ManualReader, name string, match ...attr
 func TestWritesPacedByTheTenantQuota(t *testing.T) {
 	const p = 60
 	cli := coordtest.Etcd(t).Client(t)
-	tenant := testTenant(t)
+	tenant := coordtest.Tenant(t)
 	rd := newReader(t)
 	q := coord.NewQuotas(coord.QuotaConfig{Overrides: map[string]coord.Limits{tenant: {WritesPerSecond: 40, Burst: 20}}})
 	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Quotas: q,
-		Logger: testLogger(t), MeterProvider: rd.mp})
+		Logger: coordtest.Logger(t), MeterProvider: rd.mp})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -22,20 +19,8 @@ import (
 // A server registers its address; a client dials coord:///{tenant}/{service}
 // and reaches it through the resolver.
 func ExampleNewBuilder() {
-	dir, _ := os.MkdirTemp("", "grpcresolver-example-*")
-	defer os.RemoveAll(dir)
-	e, err := coordtest.StartEtcd(dir)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer e.Close()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer cli.Close()
+	cli, stop := coordtest.ExampleEtcd()
+	defer stop()
 	ctx := context.Background()
 
 	// The server side: serve, then register the address.
