@@ -7,8 +7,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// minProbeGap bounds how often Sync callers can make the plane probe.
-const minProbeGap = 50 * time.Millisecond
+// minProbeGap bounds how often Sync callers can make the plane probe (a
+// consistent read costs one revision read: many Syncs in a row, as many caches
+// started one after another, each wait about one round trip); failedProbeGap
+// while the probes fail (etcd unreachable: no hot loop).
+const (
+	minProbeGap    = 5 * time.Millisecond
+	failedProbeGap = 100 * time.Millisecond
+)
 
 // progressRetry is how long the plane relies on the fallback comparison once
 // progress requests went unanswered progressStrikes probes in a row (etcd's
@@ -33,7 +39,7 @@ func (p *Plane) maintain() {
 	t := clk.NewTimer(time.Hour)
 	defer t.Stop()
 	var last, noProgressUntil time.Time
-	strikes := 0
+	strikes, gap := 0, minProbeGap
 	for {
 		roots := p.rootList()
 		interval := DefaultProbeInterval
@@ -54,7 +60,7 @@ func (p *Plane) maintain() {
 		switch {
 		case len(roots) == 0:
 		case syncing:
-			wait = max(0, last.Add(minProbeGap).Sub(now))
+			wait = max(0, last.Add(gap).Sub(now))
 		default:
 			wait = max(0, last.Add(interval).Sub(now))
 		}
@@ -73,13 +79,18 @@ func (p *Plane) maintain() {
 		now = clk.Now()
 		if len(roots) > 0 && (syncing || !now.Before(last.Add(interval))) {
 			last = now
-			switch p.probe(now.Before(noProgressUntil)) {
+			progress, failed := p.probe(now.Before(noProgressUntil))
+			switch progress {
 			case progressAnswered:
 				strikes = 0
 			case progressUnanswered:
 				if strikes++; strikes >= progressStrikes {
 					strikes, noProgressUntil = 0, now.Add(progressRetry)
 				}
+			}
+			gap = minProbeGap
+			if failed {
+				gap = failedProbeGap
 			}
 		}
 	}
@@ -112,8 +123,9 @@ const (
 // for their mirrors to reach R; roots still behind that a subscriber asked to
 // confirm are compared by key count and highest mod revision (one read each).
 // Last, a root unconfirmed for its ResetAfter is presumed hung: its watch is
-// re-opened. It reports what became of the progress request.
-func (p *Plane) probe(skipProgress bool) (progress int) {
+// re-opened. It reports what became of the progress request, and whether the
+// revision read failed.
+func (p *Plane) probe(skipProgress bool) (progress int, failed bool) {
 	roots := p.rootList()
 	timeout := p.cfg.RequestTimeout
 	for _, r := range roots {
@@ -123,6 +135,7 @@ func (p *Plane) probe(skipProgress bool) (progress int) {
 	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(p.ctx), timeout)
 	defer cancel()
 	resp, err := p.cli.Get(ctx, roots[0].prefix, clientv3.WithCountOnly())
+	failed = err != nil
 	if err == nil {
 		rev := resp.Header.Revision
 		var behind, watching []*root
@@ -166,7 +179,7 @@ func (p *Plane) probe(skipProgress bool) (progress int) {
 			}
 		}
 	}
-	return progress
+	return progress, failed
 }
 
 // confirmIfReached confirms the root as of sent when its mirror has reached rev.
