@@ -34,32 +34,49 @@ type commitReq[In, Out any] struct {
 	res chan Out // cap 1
 }
 
-// do adds in to the next batch and returns its result; when ctx ends first it
-// returns false: the outcome is then unknown (the transaction may still apply),
-// as for a transaction of its own. It returns false at once, sending nothing,
-// once the session has lost its authority.
+// do commits in and returns its result. Alone, it commits in the caller's
+// goroutine, under ctx, at once (one Acquire costs one transaction and no
+// handoff); while a transaction is in flight it joins the next batch, and when
+// ctx ends first it returns false: the outcome is then unknown (the transaction
+// may still apply), as for a transaction of its own. It returns false at once,
+// sending nothing, once the session has lost its authority.
 func (g *groupCommit[In, Out]) do(ctx context.Context, in In) (Out, bool) {
-	r := &commitReq[In, Out]{in: in, ctx: ctx, res: make(chan Out, 1)}
+	var zero Out
 	g.mu.Lock()
-	start := !g.flying
-	if start && !g.s.track() {
+	if !g.flying {
+		if !g.s.track() {
+			g.mu.Unlock()
+			return zero, false
+		}
+		g.flying = true
 		g.mu.Unlock()
-		var zero Out
-		return zero, false
+		out := g.send(ctx, []In{in})[0]
+		g.handOff()
+		return out, true
 	}
+	r := &commitReq[In, Out]{in: in, ctx: ctx, res: make(chan Out, 1)}
 	g.pending = append(g.pending, r)
-	g.flying = true
 	g.mu.Unlock()
-	if start {
-		go g.flush()
-	}
 	select {
 	case out := <-r.res:
 		return out, true
 	case <-ctx.Done():
-		var zero Out
 		return zero, false
 	}
+}
+
+// handOff ends a commit made in a caller's goroutine: the requests that queued
+// behind it go to a flush goroutine (which takes over its count in s.wg), or,
+// none waiting, the commit is over.
+func (g *groupCommit[In, Out]) handOff() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.pending) == 0 {
+		g.flying = false
+		g.s.wg.Done()
+		return
+	}
+	go g.flush()
 }
 
 // flush sends the pending requests, a batch at a time, until none is left.

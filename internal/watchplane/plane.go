@@ -134,7 +134,9 @@ func (p *Plane) Subscribe(spec Spec) (*Sub, error) {
 		p.wg.Add(1)
 		go r.run()
 	}
-	p.poke()
+	if start || spec.ProbeInterval > 0 {
+		p.poke() // the probe schedule may change
+	}
 	return s, nil
 }
 

@@ -111,8 +111,10 @@ func (r *root) unsubscribe(s *Sub) {
 	}
 	s.ended, s.queue = true, nil
 	if len(r.subs) == 0 {
+		// The maintain loop closes it at a probe tick past IdleTimeout (no wake
+		// now: a root going idle and busy again at every Acquire and Release of
+		// a lone lease would wake it twice per lease).
 		r.idleSince = r.p.cfg.Clock.Now()
-		r.p.poke()
 	}
 }
 
