@@ -54,18 +54,18 @@ type queued struct {
 // The results come in the order of ls; ctx bounds every attempt.
 func (s *Session) queue(ctx context.Context, ls []*Lease) []queued {
 	out := make([]queued, len(ls))
-	todo := make([]int, len(ls))
+	left := make([]int, len(ls))
 	for i := range ls {
-		todo[i] = i
+		left[i] = i
 	}
 	lost := func(i int, reason coord.LossReason, cause error) {
 		out[i].err = &coord.AuthorityLostError{Lease: ls[i].prefix, Reason: reason, Err: cause}
 	}
-	for len(todo) > 0 {
+	for len(left) > 0 {
 		guard := s.guard.Load()
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.member), "=", guard)}
 		var thens, elses []clientv3.Op
-		for _, i := range todo {
+		for _, i := range left {
 			l := ls[i]
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(l.key), "=", 0))
 			thens = append(thens, clientv3.OpPut(l.key, "", clientv3.WithLease(s.id)),
@@ -75,7 +75,7 @@ func (s *Session) queue(ctx context.Context, ls []*Lease) []queued {
 		}
 		resp, err := s.cli.Txn(ctx).If(cmps...).Then(thens...).Else(append(elses, clientv3.OpGet(s.member))...).Commit()
 		if err != nil {
-			for _, i := range todo {
+			for _, i := range left {
 				if isLeaseGone(err) { // a definite answer: nothing was written
 					lost(i, coord.LossSessionExpired, err)
 				} else {
@@ -88,31 +88,31 @@ func (s *Session) queue(ctx context.Context, ls []*Lease) []queued {
 			return out
 		}
 		if resp.Succeeded {
-			for j, i := range todo {
+			for j, i := range left {
 				out[i] = queued{rev: resp.Header.Revision, kvs: resp.Responses[2*j+1].GetResponseRange().Kvs}
 			}
 			return out
 		}
-		member := resp.Responses[len(todo)].GetResponseRange().Kvs
+		member := resp.Responses[len(left)].GetResponseRange().Kvs
 		if len(member) == 0 {
 			reason := s.keyGone(ctx)
 			cause := errors.New("session key " + s.member + " is gone")
 			s.lose(reason, cause)
-			for _, i := range todo {
+			for _, i := range left {
 				lost(i, reason, cause)
 			}
 			return out
 		}
 		s.raiseGuard(member[0].ModRevision)
 		var again []int
-		for j, i := range todo {
+		for j, i := range left {
 			if key := resp.Responses[j].GetResponseRange().Kvs; len(key) > 0 {
 				out[i].err = &staleKeyError{rev: key[0].CreateRevision}
 			} else {
 				again = append(again, i)
 			}
 		}
-		todo = again
+		left = again
 	}
 	return out
 }
