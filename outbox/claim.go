@@ -67,49 +67,70 @@ const (
 // claim begins a transaction on conn, takes the relay lease and claims up to
 // BatchSize rows — per key a prefix in seq order that stops before a row not yet
 // due — in one round trip. contended reports that the batch claimed nothing
-// because other relays held the lease or every key it reached.
+// because other relays held the lease or every bucket it reached.
 func (r *Relay) claim(ctx context.Context, conn *pgx.Conn) (msgs []Message, contended bool, err error) {
-	solo := r.solo()
-	var lease string
-	var locked, reached int64
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	if solo {
-		b.Queue(r.o.sql.soloLease, r.o.leaseClass, r.o.table).QueryRow(func(row pgx.Row) error {
-			var plans, commits bool
-			return row.Scan(&lease, &plans, &commits)
-		})
-		b.Queue(r.o.sql.soloClaim, r.cfg.BatchSize).Query(func(rows pgx.Rows) error {
-			msgs, err = r.scanClaim(rows)
-			return err
-		})
-	} else {
-		// Our share of the buckets: all of them divided among the relays present.
-		share := (relayBuckets + r.others) / (r.others + 1)
-		b.Queue(r.o.sql.keyedLease, r.o.leaseClass, r.o.table, r.o.bucketClass, relayBuckets, max(r.cfg.BatchSize, bucketWindowRows), share).QueryRow(func(row pgx.Row) error {
-			var plans, commits, handed bool
-			return row.Scan(&lease, &plans, &commits, &handed, &locked, &reached)
-		})
-		b.Queue(r.o.sql.claim, r.cfg.BatchSize, relayBuckets).Query(func(rows pgx.Rows) error {
-			msgs, err = r.scanClaim(rows)
-			return err
-		})
-	}
+	c := r.queueClaim(b)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, false, fmt.Errorf("claim: %w", err)
 	}
+	msgs, contended = r.finishClaim(c)
+	return msgs, contended, nil
+}
+
+// claimQuery is a claim queued in a batch (BEGIN, the lease, the claim): the
+// batch's callbacks fill it in as its results are read.
+type claimQuery struct {
+	solo            bool
+	lease           string
+	locked, reached int64
+	msgs            []Message
+}
+
+// queueClaim queues a claim at the end of b, in the mode the relay is in.
+func (r *Relay) queueClaim(b *pgx.Batch) *claimQuery {
+	c := &claimQuery{solo: r.solo()}
+	b.Queue("BEGIN")
+	if c.solo {
+		b.Queue(r.o.sql.soloLease, r.o.leaseClass, r.o.table).QueryRow(func(row pgx.Row) error {
+			var plans, commits bool
+			return row.Scan(&c.lease, &plans, &commits)
+		})
+		b.Queue(r.o.sql.soloClaim, r.cfg.BatchSize).Query(func(rows pgx.Rows) (err error) {
+			c.msgs, err = r.scanClaim(rows)
+			return err
+		})
+		return c
+	}
+	// Our share of the buckets: all of them divided among the relays present.
+	share := (relayBuckets + r.others) / (r.others + 1)
+	b.Queue(r.o.sql.keyedLease, r.o.leaseClass, r.o.table, r.o.bucketClass, relayBuckets, max(r.cfg.BatchSize, bucketWindowRows), share).QueryRow(func(row pgx.Row) error {
+		var plans, commits, handed bool
+		return row.Scan(&c.lease, &plans, &commits, &handed, &c.locked, &c.reached)
+	})
+	b.Queue(r.o.sql.claim, r.cfg.BatchSize, relayBuckets).Query(func(rows pgx.Rows) (err error) {
+		c.msgs, err = r.scanClaim(rows)
+		return err
+	})
+	return c
+}
+
+// finishClaim reads what a sent claim found: its rows, and when none, whether
+// other relays held the lease or the buckets (contended). A solo claim that found
+// the lease held turns the relay keyed for soloPause.
+func (r *Relay) finishClaim(c *claimQuery) (msgs []Message, contended bool) {
 	switch {
-	case lease == "" && solo:
+	case c.lease == "" && c.solo:
 		// Another relay's batch holds the lease: work keyed for a while.
 		r.keyedUntil = time.Now().Add(r.soloPause)
-		return nil, true, nil
-	case lease == "":
-		return nil, true, nil // a solo batch holds it
+		return nil, true
+	case c.lease == "":
+		return nil, true // a solo batch holds it
 	}
-	if solo && len(msgs) > 0 {
+	if c.solo && len(c.msgs) > 0 {
 		r.stats.solo.Add(1)
 	}
-	return msgs, !solo && len(msgs) == 0 && locked == 0 && reached > 0, nil
+	return c.msgs, !c.solo && len(c.msgs) == 0 && c.locked == 0 && c.reached > 0
 }
 
 // solo reports whether the next batch tries the lease exclusively.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/coordkit/coordkit/internal/pgerr"
 )
@@ -14,7 +15,11 @@ import (
 // record marks (or deletes) the published seqs, records the failures and
 // commits; it returns the publish lags of the marked rows and whether the
 // failures fell back to being counted only (none parked). Without failures it is
-// one round trip.
+// one round trip. With next, the next batch's claim rides with the COMMIT (its
+// BEGIN, lease and claim follow it in the same round trip, with a snapshot taken
+// after it): when the COMMIT went through and the claim ran, nc is that claim, in
+// the new transaction conn is then in; otherwise nc is nil and conn may be left
+// in a failed transaction for the caller to roll back.
 //
 // Failures are recorded in a second round trip, behind a savepoint taken after
 // the marks: if PostgreSQL refuses to record one (a constraint, a trigger, a
@@ -22,7 +27,7 @@ import (
 // failing event still gets its attempt counted and its backoff, with a fixed
 // error text instead — so a failure to record a failure neither republishes the
 // other keys nor lets the failing key loop without ever reaching MaxAttempts.
-func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures []failure) (lags []seqLag, fellBack bool, err error) {
+func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures []failure, next bool) (lags []seqLag, fellBack bool, nc *claimQuery, err error) {
 	b := &pgx.Batch{}
 	if len(ok) > 0 {
 		q := r.o.sql.markPublished
@@ -40,8 +45,18 @@ func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures
 			return rows.Err()
 		})
 	}
+	committed := false
+	commitAndClaim := func(b *pgx.Batch) {
+		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+			committed = tag.String() == "COMMIT" // "ROLLBACK": the transaction had failed
+			return nil
+		})
+		if next {
+			nc = r.queueClaim(b)
+		}
+	}
 	if len(failures) == 0 {
-		b.Queue("COMMIT")
+		commitAndClaim(b)
 		err = conn.SendBatch(ctx, b).Close()
 	} else {
 		b.Queue("SAVEPOINT record_failures")
@@ -54,20 +69,27 @@ func (r *Relay) record(ctx context.Context, conn *pgx.Conn, ok []int64, failures
 					b.Queue(r.o.sql.fail, f.seq, f.delay.Milliseconds(), f.errText)
 				}
 			}
-			b.Queue("COMMIT")
-			if err = conn.SendBatch(ctx, b).Close(); err != nil && conn.PgConn().TxStatus() == 'E' {
-				fellBack = true
-				err = r.recordFallback(ctx, conn, failures, err)
+			commitAndClaim(b)
+			if err = conn.SendBatch(ctx, b).Close(); err != nil && !committed && conn.PgConn().TxStatus() == 'E' {
+				fellBack, nc = true, nil
+				if err = r.recordFallback(ctx, conn, failures, err); err == nil {
+					committed = conn.PgConn().TxStatus() == 'I'
+				}
 			}
 		}
 	}
+	if !committed {
+		if err == nil {
+			err = errors.New("transaction did not commit")
+		}
+		return nil, false, nil, fmt.Errorf("mark and commit: %w", err)
+	}
 	if err != nil {
-		return nil, false, fmt.Errorf("mark and commit: %w", err)
+		// Committed; the claim that rode with the COMMIT failed: the next batch
+		// claims again.
+		nc = nil
 	}
-	if conn.PgConn().TxStatus() != 'I' {
-		return nil, false, errors.New("mark and commit: transaction did not commit")
-	}
-	return lags, fellBack, nil
+	return lags, fellBack, nc, nil
 }
 
 // recordFallback runs after PostgreSQL refused to record the failures (cause):

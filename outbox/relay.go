@@ -106,8 +106,15 @@ func (r *Relay) Run(ctx context.Context) error {
 	var nextGauge time.Time
 	errStreak := 0
 	retry := time.Duration(0) // the next short retry; 0: none pending
+	var carry *carried        // the next batch's claim, when it rode with a COMMIT
+	defer func() {
+		if carry != nil {
+			carry.drop(ctx) // claimed, not published: the rows stay pending
+		}
+	}()
 	for ctx.Err() == nil {
-		n, contended, err := r.batch(ctx)
+		out, err := r.batch(ctx, carry)
+		carry = out.next
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -126,12 +133,12 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.lookAround(ctx)
 			nextGauge = now.Add(time.Second)
 		}
-		if n > 0 {
+		if !out.idle {
 			retry = 0
 			continue // more may be waiting (a partial batch can mean other relays hold keys)
 		}
 		wait := r.cfg.PollInterval
-		if contended {
+		if out.contended {
 			// Other relays hold what is there: try again soon, backing off.
 			retry = min(max(2*retry, shortRetry), shortRetryMax, r.cfg.PollInterval)
 			wait = retry
@@ -177,11 +184,36 @@ func (r *Relay) lookAround(ctx context.Context) {
 	}
 }
 
-// batch claims, publishes and marks one batch; it returns how many rows it
-// claimed, and when none, whether other relays held the lease or the keys
-// (contended). Once rows are claimed it finishes even if ctx is cancelled
-// (bounded by ShutdownTimeout after the cancellation).
-func (r *Relay) batch(ctx context.Context) (n int, contended bool, err error) {
+// carried is a claim that rode with the previous batch's COMMIT: its
+// connection, in the transaction that holds the claim, and the rows.
+type carried struct {
+	pc   *pgxpool.Conn
+	msgs []Message
+}
+
+// drop rolls the carried transaction back and returns its connection.
+func (c *carried) drop(ctx context.Context) {
+	pgtx.RollbackConn(ctx, c.pc.Conn())
+	c.pc.Release()
+}
+
+// batchOutcome is what a batch did: n rows claimed (and published, marked); the
+// next batch's claim when it rode with this batch's COMMIT and found rows; idle
+// when that claim found nothing (or this batch claimed nothing), and then
+// contended when other relays held the lease or the buckets.
+type batchOutcome struct {
+	n         int
+	next      *carried
+	idle      bool
+	contended bool
+}
+
+// batch claims (or takes over the claim carried from the previous batch),
+// publishes and marks one batch. Once rows are claimed it finishes even if ctx is
+// cancelled (bounded by ShutdownTimeout after the cancellation). While ctx is
+// live, the next batch's claim rides with this batch's COMMIT, so that a relay
+// with work makes one round trip per batch.
+func (r *Relay) batch(ctx context.Context, carry *carried) (out batchOutcome, err error) {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	// After ctx is cancelled, the batch may take ShutdownTimeout more to finish.
@@ -197,20 +229,31 @@ func (r *Relay) batch(ctx context.Context) (n int, contended bool, err error) {
 	defer stop()
 
 	// One connection, an explicit transaction driven in two round trips: BEGIN +
-	// lease + claim, mark + COMMIT (plus one to record failures, if any). On any
-	// error the transaction is rolled back (or the connection dropped by the pool,
-	// which discards a connection that is still in a transaction), which releases
-	// the key locks.
-	pc, err := r.db.Acquire(ctx)
-	if err != nil {
-		return 0, false, fmt.Errorf("acquire: %w", err)
+	// lease + claim, mark + COMMIT (plus one to record failures, if any) — the
+	// first of them the previous batch's last, when the claim rode with its
+	// COMMIT. On any error the transaction is rolled back (or the connection
+	// dropped by the pool, which discards a connection that is still in a
+	// transaction), which releases the lease and the bucket locks.
+	var pc *pgxpool.Conn
+	var msgs []Message
+	if carry != nil {
+		pc, msgs = carry.pc, carry.msgs
+	} else if pc, err = r.db.Acquire(ctx); err != nil {
+		return batchOutcome{}, fmt.Errorf("acquire: %w", err)
 	}
-	defer pc.Release()
 	conn := pc.Conn()
-	defer pgtx.RollbackConn(ctx, conn)
-	msgs, contended, err := r.claim(ctx, conn)
-	if err != nil || len(msgs) == 0 {
-		return 0, contended, err
+	handed := false // the connection went on with the next batch's claim
+	defer func() {
+		if !handed {
+			pgtx.RollbackConn(ctx, conn)
+			pc.Release()
+		}
+	}()
+	if carry == nil {
+		var contended bool
+		if msgs, contended, err = r.claim(ctx, conn); err != nil || len(msgs) == 0 {
+			return batchOutcome{idle: true, contended: contended}, err
+		}
 	}
 	r.stats.batches.Add(1)
 
@@ -225,13 +268,23 @@ func (r *Relay) batch(ctx context.Context) (n int, contended bool, err error) {
 	}
 
 	ok, failures := r.sortOutcomes(ctx, msgs, errs)
-	lags, fellBack, err := r.record(bctx, conn, ok, failures)
+	lags, fellBack, nc, err := r.record(bctx, conn, ok, failures, ctx.Err() == nil)
 	if err != nil {
-		return 0, false, err
+		return batchOutcome{}, err
 	}
 	r.stats.published.Add(int64(len(ok)))
 	r.observe(bctx, msgs, lags, failures, fellBack)
-	return len(msgs), false, nil
+	out = batchOutcome{n: len(msgs)}
+	if nc != nil {
+		next, contended := r.finishClaim(nc)
+		if len(next) > 0 {
+			handed = true
+			out.next = &carried{pc: pc, msgs: next}
+		} else {
+			out.idle, out.contended = true, contended
+		}
+	}
+	return out, nil
 }
 
 // maxErrorBytes bounds the publisher error text stored in last_error.
