@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/testing/coordtest"
@@ -153,5 +154,42 @@ func TestRelaysClaimSoloAloneAndKeyedTogether(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // relay 1 looks around, its solo pause over
 	d = since(r1)
 	coordtest.Until(t, 20*time.Second, 10*time.Millisecond, "relay 1, alone again, claiming solo", func() bool { s, _ := d(); return s >= 5 })
+	rec.check(t)
+}
+
+// A relay on a pool of one connection (its LISTEN connection leaves the pool)
+// drains a backlog that takes more than a second: its once-a-second look around
+// must not wait for a second connection while the next batch's claim, which rode
+// with a COMMIT, holds the only one.
+func TestRelayOnAOneConnectionPoolDrainsABacklog(t *testing.T) {
+	db := coordtest.Postgres(t)
+	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), BatchSize: 2, PollInterval: 20 * time.Millisecond})
+	const events = 600
+	var es []outbox.Event
+	for n := range events {
+		es = append(es, ev(fmt.Sprintf("k%d", n%3), n/3))
+	}
+	enqueue(t, db.Pool, ob, es...)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	rec := newRecorder()
+	rec.delay = 5 * time.Millisecond // 300 batches: about 2 s, past the first look around
+	r, err := ob.NewRelay(pool, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runRelays(t, r)
+	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "the backlog published on a one-connection pool", func() bool {
+		return r.Stats().Published == events
+	})
+	stop()
 	rec.check(t)
 }
