@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -69,12 +68,3 @@ func (t *opTimer) report(b *testing.B, base string, names ...string) {
 		b.ReportMetric(t.p50(n)/t.p50(base), n+"/"+base)
 	}
 }
-
-// reportRT reports only the round trips of the variants.
-func (t *opTimer) reportRT(b *testing.B, names ...string) {
-	for _, n := range names {
-		b.ReportMetric(t.roundTrips(n), n+"-rt")
-	}
-}
-
-var _ = context.Background
