@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -131,15 +130,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		errStreak = 0
 		now := time.Now()
 		if now.After(nextGauge) {
-			r.lookAround(ctx, carry)
-			if carry != nil && carry.pc.Conn().PgConn().TxStatus() != 'T' {
-				// The carried transaction broke (its connection failed, or the look
-				// around failed in it): its claim is void, claim afresh.
-				r.stats.dbErrors.Add(1)
-				r.cfg.Logger.WarnContext(ctx, "outbox relay: the claim carried to the next batch was lost, claiming again", "table", r.cfg.Table)
-				carry.drop(ctx)
-				carry = nil
-			}
+			r.lookAround(ctx, carry != nil)
 			nextGauge = now.Add(time.Second)
 		}
 		if !out.idle {
@@ -183,19 +174,17 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 }
 
 // lookAround reads the oldest pending age for its gauge, and how many relays
-// are present (see claim.go). While a claim is carried to the next batch, on its
-// connection (inside its transaction): on a small pool, waiting for another
-// connection while holding one could wait forever.
-func (r *Relay) lookAround(ctx context.Context, carry *carried) {
+// are present (see claim.go), on a connection of the pool. While a claim is
+// carried to the next batch, it skips the look when every connection of the
+// pool is taken: one of them is the carried claim's, and on a small pool waiting
+// for another could wait forever.
+func (r *Relay) lookAround(ctx context.Context, carrying bool) {
+	if st := r.db.Stat(); carrying && st.IdleConns() == 0 && st.TotalConns() >= st.MaxConns() {
+		return
+	}
 	var age float64
 	var present int
-	var db interface {
-		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	} = r.db
-	if carry != nil {
-		db = carry.pc
-	}
-	if err := db.QueryRow(ctx, r.o.sql.relayGauge, r.o.presence, r.o.table).Scan(&age, &present); err == nil {
+	if err := r.db.QueryRow(ctx, r.o.sql.relayGauge, r.o.presence, r.o.table).Scan(&age, &present); err == nil {
 		r.o.m.oldest.Store(math.Float64bits(age))
 		r.others = max(present-1, 0)
 	}
