@@ -162,12 +162,12 @@ func decodeAddr(v []byte, peer bool) (string, bool) {
 
 // etcdScrape is one reading of every member's /metrics.
 type etcdScrape struct {
-	at                     time.Time
-	watchers, watchMsgs    float64 // watcher gauge; Watch stream messages received (creates, cancels, progress requests)
-	leaderChanges, ranges  float64
-	buckets                map[float64]float64 // etcd_server_request_duration_seconds, cumulative, every type
-	count                  float64
-	watchStreams, requests float64
+	at                    time.Time
+	watchers, watchMsgs   float64 // watcher gauge; Watch stream messages received (creates, cancels, progress requests)
+	leaderChanges, ranges float64
+	buckets               map[float64]float64 // etcd_server_request_duration_seconds, cumulative, every type
+	count                 float64
+	watchStreams          float64
 }
 
 // scrapeEtcd reads the figures of every member (summed).
