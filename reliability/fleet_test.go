@@ -52,7 +52,7 @@ func (m fleetMix) args() []string {
 func TestFleetReconnectStorm(t *testing.T) {
 	mix := coordtest.Pick(
 		fleetMix{procs: 20, caches: 60, keys: 8, watchers: 10, regs: 10, leases: 20, partitions: 20},
-		fleetMix{procs: 50, caches: 140, keys: 8, watchers: 10, regs: 10, leases: 20, partitions: 50})
+		fleetMix{procs: 25, caches: 380, keys: 8, watchers: 10, regs: 10, leases: 20, partitions: 50})
 	const faultOurs, faultPeer = "every client's etcd link blackholed for 8 s (coordkit)", "every client's etcd link blackholed for 8 s (plain clientv3 peer)"
 	res := coordtest.NewResult(t, "fleet: every client's etcd link cut for 8 s and restored, coordkit beside plain clientv3",
 		coordtest.Faults(faultOurs, faultPeer))
