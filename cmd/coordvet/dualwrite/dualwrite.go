@@ -17,14 +17,7 @@ var doc string
 // New returns a dualwrite analyzer over the effects set s, with the -brokers
 // and -commits flags that add to s's table.
 func New(s *effects.Set) *analysis.Analyzer {
-	a := &analysis.Analyzer{
-		Name:       "dualwrite",
-		Doc:        vetutil.Doc(doc, "dualwrite"),
-		URL:        vetutil.DocURL + "#dualwrite",
-		Requires:   []*analysis.Analyzer{vetutil.Exceptions, s.Analyzer},
-		ResultType: vetutil.FindingsType,
-		Run:        func(pass *analysis.Pass) (any, error) { return run(pass, s) },
-	}
+	a := vetutil.NewCheck("dualwrite", doc, "dualwrite", func(pass *analysis.Pass) (any, error) { return run(pass, s) }, s.Analyzer)
 	a.Flags.Var(tableFlag{s.Table, effects.Publish}, "brokers", "extra broker publish calls, comma-separated importpath:Name or importpath:Type.Name")
 	a.Flags.Var(tableFlag{s.Table, effects.Commit}, "commits", "extra transaction commit calls, comma-separated importpath:Name or importpath:Type.Name")
 	return a

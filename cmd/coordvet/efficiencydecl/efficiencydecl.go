@@ -14,14 +14,7 @@ import (
 var doc string
 
 // Analyzer reports efficiency locks without a declared reason.
-var Analyzer = &analysis.Analyzer{
-	Name:       "efficiencydecl",
-	Doc:        vetutil.Doc(doc, "efficiencydecl"),
-	URL:        vetutil.DocURL + "#efficiencydecl",
-	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
-	ResultType: vetutil.FindingsType,
-	Run:        run,
-}
+var Analyzer = vetutil.NewCheck("efficiencydecl", doc, "efficiencydecl", run)
 
 const (
 	lockPkg = vetutil.SDK + "/efficiencylock"

@@ -19,14 +19,7 @@ var doc string
 
 // New returns a fencetoken analyzer over the effects set s.
 func New(s *effects.Set) *analysis.Analyzer {
-	return &analysis.Analyzer{
-		Name:       "fencetoken",
-		Doc:        vetutil.Doc(doc, "fencetoken"),
-		URL:        vetutil.DocURL + "#fencetoken",
-		Requires:   []*analysis.Analyzer{vetutil.Exceptions, s.Analyzer},
-		ResultType: vetutil.FindingsType,
-		Run:        func(pass *analysis.Pass) (any, error) { return run(pass, s) },
-	}
+	return vetutil.NewCheck("fencetoken", doc, "fencetoken", func(pass *analysis.Pass) (any, error) { return run(pass, s) }, s.Analyzer)
 }
 
 // Analyzer is the fencetoken analyzer over effects.Default.

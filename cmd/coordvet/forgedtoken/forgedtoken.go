@@ -16,14 +16,7 @@ import (
 var doc string
 
 // Analyzer reports coord.Token values built outside the SDK.
-var Analyzer = &analysis.Analyzer{
-	Name:       "forgedtoken",
-	Doc:        vetutil.Doc(doc, "forgedtoken"),
-	URL:        vetutil.DocURL + "#forgedtoken",
-	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
-	ResultType: vetutil.FindingsType,
-	Run:        run,
-}
+var Analyzer = vetutil.NewCheck("forgedtoken", doc, "forgedtoken", run)
 
 const (
 	coordPkg = vetutil.SDK + "/coord"

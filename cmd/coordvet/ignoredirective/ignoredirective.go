@@ -14,14 +14,7 @@ import (
 var doc string
 
 // Analyzer reports //coordvet:ignore directives that are no exception.
-var Analyzer = &analysis.Analyzer{
-	Name:       "ignoredirective",
-	Doc:        vetutil.Doc(doc, "ignoredirective"),
-	URL:        vetutil.DocURL + "#exceptions",
-	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
-	ResultType: vetutil.FindingsType,
-	Run:        run,
-}
+var Analyzer = vetutil.NewCheck("ignoredirective", doc, "exceptions", run)
 
 const format = "//coordvet:ignore <check> owner=<team> expires=<date> <reason>"
 

@@ -16,14 +16,7 @@ import (
 var doc string
 
 // Analyzer reports raw etcd and Redis locking outside the SDK.
-var Analyzer = &analysis.Analyzer{
-	Name:       "pavedroad",
-	Doc:        vetutil.Doc(doc, "pavedroad"),
-	URL:        vetutil.DocURL + "#pavedroad",
-	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
-	ResultType: vetutil.FindingsType,
-	Run:        run,
-}
+var Analyzer = vetutil.NewCheck("pavedroad", doc, "pavedroad", run)
 
 const (
 	etcdConcurrency = "go.etcd.io/etcd/client/v3/concurrency"

@@ -15,14 +15,7 @@ import (
 var doc string
 
 // Analyzer reports literal saga definitions that break the pivot rule.
-var Analyzer = &analysis.Analyzer{
-	Name:       "sagapivot",
-	Doc:        vetutil.Doc(doc, "sagapivot"),
-	URL:        vetutil.DocURL + "#sagapivot",
-	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
-	ResultType: vetutil.FindingsType,
-	Run:        run,
-}
+var Analyzer = vetutil.NewCheck("sagapivot", doc, "sagapivot", run)
 
 const (
 	sagaPkg = vetutil.SDK + "/saga"

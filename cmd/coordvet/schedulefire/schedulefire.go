@@ -16,14 +16,7 @@ import (
 var doc string
 
 // Analyzer reports schedule handlers whose effects ignore the fire's key and token.
-var Analyzer = &analysis.Analyzer{
-	Name:       "schedulefire",
-	Doc:        vetutil.Doc(doc, "schedulefire"),
-	URL:        vetutil.DocURL + "#schedulefire",
-	Requires:   []*analysis.Analyzer{vetutil.Exceptions},
-	ResultType: vetutil.FindingsType,
-	Run:        run,
-}
+var Analyzer = vetutil.NewCheck("schedulefire", doc, "schedulefire", run)
 
 const (
 	schedPkg = vetutil.SDK + "/schedule"
