@@ -70,25 +70,9 @@ func (w *writer) typ(t types.Type) string {
 		}
 		return "chan " + w.typ(t.Elem())
 	case *types.Named:
-		s := w.qualify(t.Obj())
-		if args := t.TypeArgs(); args != nil && args.Len() > 0 {
-			parts := make([]string, args.Len())
-			for i := range args.Len() {
-				parts[i] = w.typ(args.At(i))
-			}
-			s += "[" + strings.Join(parts, ", ") + "]"
-		}
-		return s
+		return w.instance(t.Obj(), t.TypeArgs())
 	case *types.Alias:
-		s := w.qualify(t.Obj())
-		if args := t.TypeArgs(); args != nil && args.Len() > 0 {
-			parts := make([]string, args.Len())
-			for i := range args.Len() {
-				parts[i] = w.typ(args.At(i))
-			}
-			s += "[" + strings.Join(parts, ", ") + "]"
-		}
-		return s
+		return w.instance(t.Obj(), t.TypeArgs())
 	case *types.Struct:
 		parts := make([]string, t.NumFields())
 		for i := range t.NumFields() {
@@ -293,4 +277,17 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// instance is a named type or alias with its type arguments, if any.
+func (w *writer) instance(obj *types.TypeName, args *types.TypeList) string {
+	s := w.qualify(obj)
+	if args == nil || args.Len() == 0 {
+		return s
+	}
+	parts := make([]string, args.Len())
+	for i := range args.Len() {
+		parts[i] = w.typ(args.At(i))
+	}
+	return s + "[" + strings.Join(parts, ", ") + "]"
 }

@@ -35,23 +35,40 @@ func (s *Server) request(r *http.Request) (admin.Request, error) {
 		Expect: r.PostFormValue("expect"), DryRun: r.PostFormValue("dry_run") == "1"}, nil
 }
 
+// renderer renders page after a form: the data data returns when it is
+// called, and the error, if any, with the status given.
+func (s *Server) renderer(w http.ResponseWriter, r *http.Request, page, title string, data func() any) func(status int, err error) {
+	return func(status int, err error) {
+		pd := pageData{Page: page, Title: title, CSRF: s.csrfToken(w, r), Now: time.Now(), Data: data()}
+		if err != nil {
+			pd.Error = err.Error()
+		}
+		s.render(w, status, page, "layout", pd)
+	}
+}
+
+// formRequest reads a mutating form's request; a refused form is rendered
+// (403 when its CSRF check failed, 400 otherwise) and ok is false.
+func (s *Server) formRequest(r *http.Request, render func(int, error)) (req admin.Request, ok bool) {
+	req, err := s.request(r)
+	switch {
+	case errors.Is(err, errCSRF):
+		render(http.StatusForbidden, err)
+		return req, false
+	case err != nil:
+		render(http.StatusBadRequest, err)
+		return req, false
+	}
+	return req, true
+}
+
 // act runs one mutation from a form and renders its result.
 func (s *Server) act(w http.ResponseWriter, r *http.Request, back string, do func(ctx context.Context, req admin.Request) (admin.Change, error)) {
 	action, target := r.PathValue("action"), r.PathValue("id")
 	d := resultData{Action: action, Target: target, Back: back}
-	render := func(status int, err error) {
-		pd := pageData{Page: "result", Title: "Result", CSRF: s.csrfToken(w, r), Now: time.Now(), Data: d}
-		if err != nil {
-			pd.Error = err.Error()
-		}
-		s.render(w, status, "result", "layout", pd)
-	}
-	req, err := s.request(r)
-	if errors.Is(err, errCSRF) {
-		render(http.StatusForbidden, err)
-		return
-	} else if err != nil {
-		render(http.StatusBadRequest, err)
+	render := s.renderer(w, r, "result", "Result", func() any { return d })
+	req, ok := s.formRequest(r, render)
+	if !ok {
 		return
 	}
 	if req.Expect == "" {
@@ -152,19 +169,9 @@ var bulkFields = []string{"id", "key", "topic", "type", "q", "state", "older", "
 func (s *Server) bulk(w http.ResponseWriter, r *http.Request, kind string) {
 	step := r.PathValue("step")
 	d := bulkData{Action: r.PostFormValue("action"), Fields: map[string][]string{}}
-	render := func(status int, err error) {
-		pd := pageData{Page: "bulk", Title: "Bulk change", CSRF: s.csrfToken(w, r), Now: time.Now(), Data: d}
-		if err != nil {
-			pd.Error = err.Error()
-		}
-		s.render(w, status, "bulk", "layout", pd)
-	}
-	req, err := s.request(r)
-	if errors.Is(err, errCSRF) {
-		render(http.StatusForbidden, err)
-		return
-	} else if err != nil {
-		render(http.StatusBadRequest, err)
+	render := s.renderer(w, r, "bulk", "Bulk change", func() any { return d })
+	req, ok := s.formRequest(r, render)
+	if !ok {
 		return
 	}
 	d.Action = r.PostFormValue("action")
@@ -201,10 +208,12 @@ func (s *Server) bulk(w http.ResponseWriter, r *http.Request, kind string) {
 		}
 		sel := admin.SagaSelection{IDs: ids, Filter: admin.SagaFilter{States: r.PostForm["state"], Type: r.PostFormValue("type"), Search: r.PostFormValue("q")}}
 		if o := r.PostFormValue("older"); o != "" {
-			if sel.Filter.OlderThan, err = time.ParseDuration(o); err != nil {
+			older, err := time.ParseDuration(o)
+			if err != nil {
 				render(http.StatusBadRequest, errors.Join(errBadForm, err))
 				return
 			}
+			sel.Filter.OlderThan = older
 		}
 		f := sel.Filter
 		sel.All = all && len(f.States) == 0 && f.Type == "" && f.Search == "" && f.OlderThan == 0
