@@ -15,7 +15,8 @@ import (
 // random sequences of single joins and leaves (P and N random), every step
 //   - moves at most ⌈P/N⌉+1 partitions, N the larger member count of the two;
 //   - on a leave, moves only the leaver's partitions; on a join, moves only
-//     partitions to the joiner (never between two members that stay);
+//     partitions to the joiner (never between two members that stay), exactly
+//     ⌊P/N⌋ of them when every member held some before;
 //   - is balanced (loads within one of each other), owns every partition, and
 //     is idempotent (a settled group recomputes the same target: no write).
 //
@@ -67,6 +68,14 @@ func TestAssignBoundAndStability(t *testing.T) {
 				t.Fatalf("P=%d N %d→%d: %d moves > ⌈P/N⌉+1 = %d", p, before, len(members), mv, bound)
 			}
 			worstExcess = max(worstExcess, mv-(bound-1))
+			// A joiner holds nothing, so it is last in the ranking by partitions
+			// held and never gets one of the P mod N extra partitions when every
+			// other member holds some (P ≥ N before): a join moves exactly ⌊P/N⌋.
+			// Giving the extras by member id instead moves one more partition for
+			// each extra that changes hands between members that stay.
+			if join && p >= before && mv != p/len(members) {
+				t.Fatalf("P=%d N %d→%d: the join of %s moved %d partitions, want ⌊P/N⌋ = %d", p, before, len(members), changed, mv, p/len(members))
+			}
 			for i := range cur {
 				if cur[i] == nxt[i] {
 					continue

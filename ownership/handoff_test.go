@@ -2,6 +2,7 @@ package ownership_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -60,6 +61,11 @@ func TestJoinAndLeaveHandoff(t *testing.T) {
 			revokes++
 			if ev.Reason != ownership.ReasonRebalance {
 				t.Errorf("revoke reason %q, want rebalance", ev.Reason)
+			}
+			// The cause names the member the target gives the partition to.
+			var rev *ownership.RevokedError
+			if cause := context.Cause(ev.Partition.Context()); !errors.As(cause, &rev) || rev.To != b.m.ID() {
+				t.Errorf("partition %d revoked with cause %v, want a *RevokedError to %s", ev.Partition.ID(), cause, b.m.ID())
 			}
 		}
 	}

@@ -130,6 +130,11 @@ func TestWritesPacedByTheTenantQuota(t *testing.T) {
 	if waits == 0 {
 		t.Fatalf("%d writes against a burst of 20 never waited for the quota", p+1)
 	}
+	// The burst's 20 writes do not wait: at most the other 41 count, and (all
+	// asked for at once) most of them do.
+	if waits > p+1-20 || waits <= (p+1)/2 {
+		t.Fatalf("%d writes counted as delayed; of %d writes against a burst of 20, want at most %d and most of them", waits, p+1, p+1-20)
+	}
 	if min := time.Duration(p+1-20) * time.Second / 40; took < min*3/4 {
 		t.Fatalf("%d writes at 40/s after a burst of 20 took %v, less than the quota allows (%v)", p+1, took, min)
 	}

@@ -49,6 +49,8 @@ packages=(
   "outbox-relay;./outbox;(relay);TestRelaySurvivesPostgresCrashRestart$|TestPerKeyOrderWithSeveralRelays$"
   "saga-drive;./saga;(drive);TestCrashAtEveryBoundary$"
   "failstatic;./failstatic;(statefile);TestAllMembersStoppedAndClientRestarted$|TestReconnectHerd$|TestWatcherBlackholedDuringUpdatesAndCompaction$"
+  "ownership;./ownership;(partition|slot|assign);TestShortBlackholeChangesNothing$|TestOutageLongerThanStepDown$|TestBlackholedOwnerTakenOver$|TestSteadyStateWritesNothing$"
+  "membership;./membership;(registration|keep|view|set);TestEtcdOutage$|TestWatcherBlackholedDuringChurnAndCompaction$|TestManyRegistrationsOneTenant$"
 )
 want=("$@")
 selected() { [ ${#want[@]} -eq 0 ] && return 0; local k; for k in "${want[@]}"; do [ "$k" = "$1" ] && return 0; done; return 1; }
