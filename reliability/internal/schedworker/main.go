@@ -181,10 +181,13 @@ type lineHandler struct{}
 
 func (h *lineHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
-	fire := ""
+	fire, cause := "", ""
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "fire" {
+		switch a.Key {
+		case "fire":
 			fire = a.Value.String()
+		case "err":
+			cause = ": " + a.Value.String()
 		}
 		return true
 	})
@@ -194,7 +197,7 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	case strings.HasPrefix(r.Message, "schedule: fire recorded already"):
 		say("DUP %s", fire)
 	case r.Level >= slog.LevelWarn:
-		fmt.Fprintf(os.Stderr, "%s %s\n", r.Message, fire)
+		fmt.Fprintf(os.Stderr, "%s %s%s\n", r.Message, fire, cause)
 	}
 	return nil
 }
