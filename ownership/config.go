@@ -80,6 +80,10 @@ type Config struct {
 	// shared one. Default false: a member follows the member keys, the target
 	// and the partition keys through the client's shared plane.
 	PrivateWatches bool
+
+	// backoffRand replaces the random draw of the acquire and release retry
+	// backoffs in tests of their schedule; nil draws from math/rand as usual.
+	backoffRand func(n int64) int64
 }
 
 func (c Config) withDefaults() Config {

@@ -170,7 +170,7 @@ func (m *Member) acquire(sl *slot, name string) *correctnesslease.Lease {
 		// A fence still landing (ErrAlreadyQueued), the key deleted while
 		// waiting, etcd unreachable: try again while wanted.
 		m.log.Warn("ownership: acquire failed; retrying", "partition", sl.p, "err", r.err)
-		if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Wait(sl.actx, coord.SystemClock(), attempt) != nil {
+		if (coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second, Rand: m.g.cfg.backoffRand}).Wait(sl.actx, coord.SystemClock(), attempt) != nil {
 			return nil
 		}
 	}
@@ -251,7 +251,7 @@ func (m *Member) release(l *correctnesslease.Lease) {
 			return
 		}
 		m.log.Warn("ownership: release failed; retrying", "lease", l.Name(), "err", err)
-		t := coord.SystemClock().NewTimer((coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second}).Delay(attempt))
+		t := coord.SystemClock().NewTimer((coord.Backoff{Base: 50 * time.Millisecond, Cap: time.Second, Rand: m.g.cfg.backoffRand}).Delay(attempt))
 		select {
 		case <-m.s.Done():
 			t.Stop()
