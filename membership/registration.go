@@ -172,9 +172,10 @@ func (s *Session) register(ctx context.Context, inst instance) (_ *Registration,
 	r.started = err == nil
 	r.mu.Unlock()
 	if err != nil {
+		closed := r.ctx.Err() != nil // the session's Close ended the wait or the put
 		s.remove(r)
 		r.cancel()
-		if r.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
+		if closed && !errors.Is(err, ErrClosed) {
 			err = fmt.Errorf("%w: %w", ErrClosed, err)
 		}
 		if g != nil && !s.private && !errors.Is(err, coord.ErrQuotaExceeded) {
