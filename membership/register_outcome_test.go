@@ -146,7 +146,8 @@ func TestRegisterWithoutALeaseFailsWithItsContext(t *testing.T) {
 	}
 }
 
-// TestUpdateFindsTheKeyLostBeforeTheWatch: the registration's key is deleted,
+// TestUpdateFindsTheKeyLostBeforeTheWatch: an Update of the registered key is
+// no loss. Then the registration's key is deleted,
 // then rewritten by someone else, each time before the key's watch can tell
 // (its responses held back). An Update meanwhile is refused by its guard and
 // reports ErrNotRegistered, and the registration records the loss Update found,
@@ -163,6 +164,14 @@ func TestUpdateFindsTheKeyLostBeforeTheWatch(t *testing.T) {
 		t.Fatalf("Register: %v", err)
 	}
 	t.Cleanup(func() { _ = r.Deregister(context.Background()) })
+	// An Update that its guard lets through is no loss.
+	if err := r.Update(ctx, map[string]string{"v": "0"}); err != nil {
+		t.Fatalf("Update of a registered key: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if st := r.Status(); st.Losses != 0 || st.Registrations != 1 {
+		t.Fatalf("a successful Update left %d losses and %d registrations (last loss %+v)", st.Losses, st.Registrations, st.LastLoss)
+	}
 	for i, step := range []struct {
 		lose func() error
 		want coord.LossReason
