@@ -1,15 +1,9 @@
 package outbox_test
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/outbox"
@@ -38,7 +32,7 @@ func TestRelaySurvivesCutsDuringItsRoundTrips(t *testing.T) {
 				}
 				enqueue(t, db.Pool, ob, es...)
 			}
-			pool, proxy := proxiedPool(t, db)
+			pool, proxy := coordtest.ProxiedPool(t, db, 0)
 			rec := newRecorder()
 			rec.delay = time.Millisecond // each batch a little longer: cuts land inside them
 			r, err := ob.NewRelay(pool, rec)
@@ -80,34 +74,4 @@ func TestRelaySurvivesCutsDuringItsRoundTrips(t *testing.T) {
 		})
 	}
 	rep.Outcome["every event published in order, none left pending"] = int64(rep.Trials)
-}
-
-// proxiedPool returns a pool on db's schema whose connections go through a
-// proxy the test can cut.
-func proxiedPool(t *testing.T, db *coordtest.PostgresDB) (*pgxpool.Pool, *coordtest.Proxy) {
-	t.Helper()
-	u, err := url.Parse(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := coordtest.NewProxy(t, u.Host)
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port, err := net.SplitHostPort(proxy.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, proxy
 }

@@ -31,7 +31,7 @@ func TestExecCommitUnknown(t *testing.T) {
 		CREATE TABLE once (v int, CONSTRAINT once_v UNIQUE (v) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
 		t.Fatal(err)
 	}
-	pool, proxy := proxiedPool(t, db)
+	pool, proxy := coordtest.ProxiedPool(t, db, 1)
 	committed := func(id string) bool {
 		var n int
 		if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM charges WHERE id = $1", id).Scan(&n); err != nil {

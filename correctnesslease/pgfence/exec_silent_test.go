@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/correctnesslease/pgfence"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // The network to the database goes silent while the fenced transaction is open
@@ -19,7 +20,7 @@ import (
 // as a close, which a real partition does not deliver.
 func TestExecReturnsWhenTheNetworkIsSilent(t *testing.T) {
 	f, db, _ := newFence(t, pgfence.Config{Logger: quietLogger(), IdleTimeout: -1})
-	pool, proxy := proxiedPool(t, db)
+	pool, proxy := coordtest.ProxiedPool(t, db, 1)
 	ctx, cancel := context.WithTimeout(testCtx(t), time.Second)
 	defer cancel()
 	deadline, _ := ctx.Deadline()

@@ -4,13 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -82,34 +78,3 @@ func rejections(t testing.TB, r *sdkmetric.ManualReader) map[string]int64 {
 // quietLogger discards everything: for components whose warnings are the test's
 // expected outcome.
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// proxiedPool is a pool of one connection to db through a coordtest proxy, for
-// faults on the wire (cuts, delays, a silent network).
-func proxiedPool(t testing.TB, db *coordtest.PostgresDB) (*pgxpool.Pool, *coordtest.Proxy) {
-	t.Helper()
-	u, err := url.Parse(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := coordtest.NewProxy(t, u.Host)
-	pc, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port, err := net.SplitHostPort(proxy.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc.ConnConfig.Host, pc.ConnConfig.Port = host, uint16(p)
-	pc.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, proxy
-}

@@ -142,7 +142,7 @@ func TestExecCutWhileBeginAndGuardAreInFlight(t *testing.T) {
 	defer coordtest.Report(t, rep)
 	f, db, _ := newFence(t, pgfence.Config{Logger: quietLogger()})
 	ctx := testCtx(t)
-	pool, proxy := proxiedPool(t, db) // one connection
+	pool, proxy := coordtest.ProxiedPool(t, db, 1) // one connection
 	trials := coordtest.Pick(5, 20)
 	const delay = 300 * time.Millisecond
 	for i := range trials {
