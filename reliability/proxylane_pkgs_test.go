@@ -224,9 +224,7 @@ func TestGRPCProxyLaneOwnershipTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const p = 6
-	// KeepaliveTimeout above the proxy's 500 ms keepalive loop (see
-	// TestGRPCProxyLaneLeaseHolderFenced).
-	lcfg := correctnesslease.Config{Tenant: "lane", TTL: 3 * time.Second, KeepaliveTimeout: 900 * time.Millisecond, Logger: laneQuiet}
+	lcfg := laneLeaseConfig
 	join := func(cli *clientv3.Client) *ownership.Member {
 		g, err := ownership.New(cli, ownership.Config{Tenant: "lane", Group: "orders", Partitions: p, Logger: laneQuiet})
 		if err != nil {

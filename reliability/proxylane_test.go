@@ -70,6 +70,16 @@ func (r *laneRig) inNamespace(t *testing.T, prefix string) int64 {
 
 var laneQuiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// laneLeaseConfig is the lane's sessions: through the proxy a keepalive waits
+// for the proxy's own keepalive loop, which sends every 500 ms, so
+// KeepaliveTimeout must exceed 500 ms plus the round trip
+// (docs/deploy-grpc-proxy.md). Seen: with the default TTL/6 of a 2 s TTL
+// (333 ms) most keepalives timed out; with TTL 3 s and 900 ms, the rival's
+// session stepped down with renewal_deadline before the fault in a CI run
+// under load (stop 34). TTL 6 s, 1.9 s: the margin the auth-expiry scenario
+// uses.
+var laneLeaseConfig = correctnesslease.Config{Tenant: "lane", TTL: 6 * time.Second, KeepaliveTimeout: 1900 * time.Millisecond, Logger: laneQuiet}
+
 // TestGRPCProxyLaneLeaseHolderFenced: a lease holder talks to etcd through the
 // grpc-proxy over a link that is then blackholed; a rival queued through the
 // same proxy. The holder must step down (renewal deadline) before the rival is
@@ -100,13 +110,7 @@ func TestGRPCProxyLaneLeaseHolderFenced(t *testing.T) {
 			return err
 		})
 	}
-	// Through the proxy a keepalive waits for the proxy's own keepalive loop,
-	// which sends every 500 ms: the default KeepaliveTimeout (TTL/6) of a 2 s
-	// TTL, 333 ms, times most of them out and the sessions step down (seen:
-	// the rival's session lost with renewal_deadline before the fault).
-	// docs/deploy-grpc-proxy.md: KeepaliveTimeout above 500 ms plus the round
-	// trip.
-	cfg := correctnesslease.Config{Tenant: "lane", TTL: 3 * time.Second, KeepaliveTimeout: 900 * time.Millisecond, Logger: laneQuiet}
+	cfg := laneLeaseConfig
 	hcli, link := rig.link(t)
 	hs, err := correctnesslease.NewSession(ctx, hcli, cfg)
 	if err != nil {
