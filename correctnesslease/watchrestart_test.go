@@ -116,7 +116,9 @@ func TestKeyResyncChecksTheKey(t *testing.T) {
 			cli := coordtest.NewEtcdClient(t, e.Endpoints...)
 			w := newEndingWatcher(cli, 1)
 			w.key = rootOf(t, tenant)
-			kv := &failingGet{KV: cli.KV}
+			// key set now (Gets of it fail only once fail is stored): the
+			// plane's probe reads it from its own goroutine.
+			kv := &failingGet{KV: cli.KV, key: w.key}
 			cli.Watcher, cli.KV = w, kv // before the session starts: nothing else uses the client yet
 			s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second})
 			prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, "job")
@@ -126,7 +128,6 @@ func TestKeyResyncChecksTheKey(t *testing.T) {
 			key := s.keyFor(prefix)
 			meantimeErr := make(chan error, 1)
 			w.before = func() { // the first list has been read: fail the re-list
-				kv.key = w.key
 				kv.fail.Store(c.failGets)
 				if c.meantime != nil {
 					meantimeErr <- c.meantime(ctx, key)
