@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,6 +28,11 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stopAF func() bool // stops the AfterFunc on the caller's context
+
+	// fencing is set before the fence of a queue transaction of unknown
+	// outcome is sent (fenceUnknown): a batch that meets the guard the fence
+	// moved is queued again without this key (Session.queue).
+	fencing atomic.Bool
 
 	mu        sync.Mutex
 	lost      *coord.AuthorityLostError

@@ -3,6 +3,7 @@ package correctnesslease
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -48,7 +49,9 @@ type queued struct {
 // (fenceUnknown) moves the guard, so a queue transaction still in flight when it
 // lands can never apply after it. When it does not apply, leases whose key
 // exists get a *staleKeyError, and the others are queued again at once (only
-// the guard moved, or a stale key held them back). A lease gets a
+// the guard moved, or a stale key held them back) — but for a lease whose fence
+// has begun (its caller gave up while the batch was in flight), whose key must
+// never be created after the fence. A lease gets a
 // *coord.AuthorityLostError when the session's member key or lease is gone,
 // and the RPC's error when there was no answer (the outcome is then unknown).
 // The results come in the order of ls; ctx bounds every attempt.
@@ -63,6 +66,20 @@ func (s *Session) queue(ctx context.Context, ls []*Lease) []queued {
 	}
 	for len(left) > 0 {
 		guard := s.guard.Load()
+		// After the guard is read: a lease whose fence has begun is not
+		// queued again (a batch meets the guard its fence moved, below). A
+		// fence that begins after this check lands above guard, so this
+		// transaction can no longer apply after it.
+		left = slices.DeleteFunc(left, func(i int) bool {
+			if ls[i].fencing.Load() {
+				out[i].err = errFencedInQueue
+				return true
+			}
+			return false
+		})
+		if len(left) == 0 {
+			break
+		}
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(s.member), "=", guard)}
 		var thens, elses []clientv3.Op
 		for _, i := range left {
@@ -117,6 +134,10 @@ func (s *Session) queue(ctx context.Context, ls []*Lease) []queued {
 	return out
 }
 
+// errFencedInQueue is the result of a lease taken out of its batch because
+// its fence has begun; its caller has returned already.
+var errFencedInQueue = errors.New("correctnesslease: fenced while its batch was queued")
+
 // fenceUnknown settles a queue transaction that got no answer (cause): one
 // transaction rewrites the session's member key, which moves the guard every
 // queue transaction compares, and deletes our key. Once it lands, the transaction
@@ -125,6 +146,7 @@ func (s *Session) queue(ctx context.Context, ls []*Lease) []queued {
 // session is refused (ErrAlreadyQueued) rather than queued under a key about to
 // be deleted. See Session.settle for how long it tries.
 func (l *Lease) fenceUnknown(cause error) {
+	l.fencing.Store(true)
 	l.s.settle(l.fence, func() { l.lose(coord.LossCancelled, cause) })
 }
 
