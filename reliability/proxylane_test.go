@@ -264,16 +264,15 @@ func TestGRPCProxyLaneUpstreamWatches(t *testing.T) {
 	peer, peerSubs, peerClient := count("peer", "lanefleet")
 	t.Logf("through one grpc-proxy, %d processes: coordkit %d subscriptions (%d upstream watches at the proxy's side) cost etcd %.0f watchers; the plain clientv3 peer's %d watches cost etcd %.0f (directly: %d and %d)",
 		n, oursSubs, oursClient, ours, peerSubs, peer, oursClient, peerClient)
-	// The target, one per prefix, holds while the processes are few.
 	// The proxy never coalesces a shared watch once it has 5 receivers (etcd's
 	// maxCoalesceReceivers), and a process whose list read is older than a
 	// shared watch's next revision cannot join it: N processes opening a
 	// prefix at once can leave up to N/5 + 1 upstream watches for it (50
-	// processes, measured: 10–12 for 4 prefixes, the peer 62–66).
+	// processes, measured: 10–12 for 4 prefixes, the peer 62–66; 10
+	// processes: 4 in earlier runs, 5 in the three of 2026-12-02 — one prefix
+	// split 5 + 5, which no event merges — so one per prefix is not a bound
+	// the proxy keeps even for 10).
 	limit := float64(fleetPrefixes * (1 + n/proxyMaxCoalesceReceivers))
-	if n <= 2*proxyMaxCoalesceReceivers {
-		limit = fleetPrefixes
-	}
 	if ours > limit {
 		t.Errorf("coordkit through the proxy: %.0f upstream watches for %d distinct prefixes and %d processes (at most %.0f)", ours, fleetPrefixes, n, limit)
 	}
