@@ -269,7 +269,7 @@ func TestGRPCProxyLaneUpstreamWatches(t *testing.T) {
 	// shared watch's next revision cannot join it: N processes opening a
 	// prefix at once can leave up to N/5 + 1 upstream watches for it (50
 	// processes, measured: 10–12 for 4 prefixes, the peer 62–66; 10
-	// processes: 4 in earlier runs, 5 in the three of 2026-12-02 — one prefix
+	// processes: 4 in earlier runs, 5 in both of 2026-12-02 — one prefix
 	// split 5 + 5, which no event merges — so one per prefix is not a bound
 	// the proxy keeps even for 10).
 	limit := float64(fleetPrefixes * (1 + n/proxyMaxCoalesceReceivers))
