@@ -107,10 +107,18 @@ func TestRelaySurvivesPostgresCrashRestart(t *testing.T) {
 	res.Faults["PostgreSQL SIGKILL + restart"] = pg.Stats().Kills
 	res.Outcome["events committed"] = int64(sure + ambiguous)
 	res.Outcome["relay database errors survived"] = int64(st.DBErrors)
+	res.Outcome["writes failed or in doubt at a crash"] = int64(failed + ambiguous)
 	res.Outcome["published"] = int64(st.Published)
 	res.Notes = "every committed event (including ambiguous commits that did commit) was published in per-key order (checked by the recorder)."
-	if pg.Stats().Kills < 2 || st.DBErrors == 0 {
-		t.Fatalf("fault not observed: kills=%d relay db errors=%d", pg.Stats().Kills, st.DBErrors)
+	// The fault is the server's kills, and the crashes must have reached the
+	// clients: a write that failed or was in doubt, or a relay batch aborted.
+	// The relay alone may see none: it shares the pool with the producer,
+	// whose writes every 3 ms meet the dead connections first (pgxpool
+	// destroys each on its error), and the relay's next poll 50 ms later gets
+	// a new one (seen once in chaos.sh: 2 kills, 3 failed writes, 0 relay
+	// errors, every event published).
+	if pg.Stats().Kills < 2 || failed+ambiguous+int(st.DBErrors) == 0 {
+		t.Fatalf("fault not observed: kills=%d, failed or doubtful writes=%d, relay db errors=%d", pg.Stats().Kills, failed+ambiguous, st.DBErrors)
 	}
 	if sure == 0 {
 		t.Fatal("nothing was produced")
