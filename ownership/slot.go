@@ -47,7 +47,20 @@ func (m *Member) reconcileLocked() {
 }
 
 // revokeCauseLocked is the cause a held partition's context is cancelled with.
+// A member resumed from a pause past its renewal deadline can read the target
+// that moved its partitions away before its session has noticed the loss: the
+// partition is then lost (its key went with the lease, another member may hold
+// it already), not handed off. Lease.Valid sees the deadline on the monotonic
+// clock and steps the session down; the cause is that loss.
 func (m *Member) revokeCauseLocked(sl *slot) error {
+	if !sl.part.lease.Valid() {
+		if err := sl.part.lease.Err(); err != nil {
+			return err
+		}
+		if err := m.s.Err(); err != nil {
+			return err
+		}
+	}
 	select {
 	case <-m.hurry:
 		return &coord.AuthorityLostError{Lease: sl.part.Token().Lease(), Reason: coord.LossReleased, Err: errors.New("ownership: member closed")}
