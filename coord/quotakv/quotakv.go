@@ -5,6 +5,7 @@
 package quotakv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,9 +33,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
 	return c
 }
 

@@ -12,6 +12,7 @@ import (
 const (
 	UniqueViolation      = "23505"
 	LockNotAvailable     = "55P03" // lock_timeout expired
+	IdleInTransaction    = "25P03" // idle_in_transaction_session_timeout ended the session
 	InvalidStatementName = "26000" // prepared statement does not exist
 	DuplicateTable       = "42P07"
 )

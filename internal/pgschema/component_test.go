@@ -30,14 +30,15 @@ INSERT INTO {{log}} (version) VALUES (2);`)},
 // testComponent loads the throwaway component with its first n versions.
 func testComponent(t *testing.T, schema string, n int) pgschema.Component {
 	t.Helper()
-	ms, err := pgschema.Load(throwaway, "m", map[string]string{
+	c, err := pgschema.Component{Kind: "testonly", Schema: schema, Name: "things"}.LoadMigrations(throwaway, "m", map[string]string{
 		"table": pgschema.Qualified(schema, "things"),
 		"log":   pgschema.Qualified(schema, "things_log"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pgschema.Component{Kind: "testonly", Schema: schema, Name: "things", Migrations: ms[:n]}
+	c.Migrations = c.Migrations[:n]
+	return c
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -262,6 +263,10 @@ func TestLoadRejectsMalformedSets(t *testing.T) {
 	} {
 		if _, err := pgschema.Load(tc.fs, "m", tc.vars); err == nil {
 			t.Errorf("%s: Load accepted it", name)
+		}
+		c := pgschema.Component{Owner: "testonly", Kind: "testonly", Name: "things"}
+		if _, err := c.LoadMigrations(tc.fs, "m", tc.vars); err == nil || !strings.HasPrefix(err.Error(), "testonly: migrations m: ") {
+			t.Errorf("%s: LoadMigrations returned %v, want the Load error prefixed with the owner", name, err)
 		}
 	}
 }

@@ -71,3 +71,14 @@ func Load(fsys fs.FS, dir string, vars map[string]string) ([]Migration, error) {
 	}
 	return out, nil
 }
+
+// LoadMigrations returns c with its Migrations read by Load from dir in fsys; an
+// error is prefixed with c.Owner, as every error of Migrate is.
+func (c Component) LoadMigrations(fsys fs.FS, dir string, vars map[string]string) (Component, error) {
+	ms, err := Load(fsys, dir, vars)
+	if err != nil {
+		return Component{}, c.fail(err)
+	}
+	c.Migrations = ms
+	return c, nil
+}

@@ -1,6 +1,7 @@
 package watchplane
 
 import (
+	"cmp"
 	"log/slog"
 	"strings"
 	"time"
@@ -37,7 +38,9 @@ type Config struct {
 	// coord.SystemClock(). Request timeouts are real time (they bound I/O).
 	Clock coord.Clock
 	// RequestTimeout bounds each list, probe and watch open. Default
-	// DefaultRequestTimeout.
+	// DefaultRequestTimeout. After one ran out of time the next of its kind
+	// gets twice as long, up to 8× (see stretch): an etcd slower than the
+	// bound is slow, not gone, and is still listed and watched.
 	RequestTimeout time.Duration
 	// History is the number of events each root keeps for resumes. Default
 	// DefaultHistory.
@@ -77,12 +80,8 @@ func (c Config) withDefaults() Config {
 	if c.Quotas == nil {
 		c.Quotas = coord.NewQuotas(coord.QuotaConfig{Clock: c.Clock})
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
 	return c
 }
 
@@ -131,4 +130,17 @@ func RootOf(key string) string {
 		return key
 	}
 	return key[:len("/tenants/")+i+1+len(kind)+1]
+}
+
+// maxStretch caps how far consecutive timeouts stretch a request's bound: 2^3 = 8×.
+const maxStretch = 3
+
+// stretch is the bound of a request after slow consecutive ones of its kind
+// ran out of time with etcd connected (slowNotGone): timeout doubled for each,
+// up to 8×. Without it an etcd answering slower than the bound would time out
+// every attempt alike and never be listed. An etcd that is gone stretches
+// nothing: its requests wait for the connection and time out at the bound, and
+// the next attempt comes as soon after its return.
+func stretch(timeout time.Duration, slow int) time.Duration {
+	return timeout << min(slow, maxStretch)
 }

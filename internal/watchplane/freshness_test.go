@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -101,5 +102,49 @@ func TestSubscribeNeverBlocksOnEtcd(t *testing.T) {
 	}
 	if _, ok := s.Take(); ok {
 		t.Fatal("an update without a list")
+	}
+}
+
+// TestSlowEtcdIsListedInTheEnd: an etcd that answers every round trip slower
+// than the subscribers' RequestTimeout — a loaded machine, a far region — is
+// still listed and watched, each list, watch open or probe that ran out of
+// time giving the next one twice as long (up to 8×). Before, every attempt
+// ran out the same way, and the root never had a first state (the CI run at
+// 1d2dab9, loaded: pgfence's cluster tests 'warm-up: only 15 increments in
+// 45s' while the plane logged 'list failed … context deadline exceeded' on
+// repeat).
+func TestSlowEtcdIsListedInTheEnd(t *testing.T) {
+	e, writer := newEtcd(t)
+	tp := tenantPrefix(t)
+	put(t, writer, tp+"config/k", "v1")
+	proxy := coordtest.NewProxy(t, e.Endpoints[0][len("http://"):])
+	cli := coordtest.NewEtcdClient(t, proxy.URL())
+	c := count(cli)
+	const rtt, timeout = 500 * time.Millisecond, 200 * time.Millisecond
+	proxy.Delay(rtt)
+	p := New(cli, Config{RequestTimeout: timeout})
+	defer p.Close()
+	s, err := p.Subscribe(Spec{Key: tp + "config/k", Backoff: coord.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := s.Next(ctx)
+	if err != nil {
+		t.Fatalf("no first state within 30 s from an etcd answering in %v, RequestTimeout %v (%d reads ran out of time): %v", rtt, timeout, c.timedOut.Load(), err)
+	}
+	if n := c.timedOut.Load(); n == 0 {
+		t.Fatalf("no read ran out of time: the etcd was not slower than RequestTimeout")
+	}
+	if !u.Resync || len(u.KVs) != 1 || string(u.KVs[0].Value) != "v1" {
+		t.Fatalf("first update %+v: want the resync with k=v1", u)
+	}
+	rev := put(t, writer, tp+"config/k", "v2")
+	if got := collect(t, s, rev, "the write after the first state"); len(got) != 1 || got[0] != "PUT "+tp+"config/k=v2" {
+		t.Fatalf("after the first state: %q, want the put of v2", got)
+	}
+	if err := s.Sync(ctx); err != nil {
+		t.Fatalf("never confirmed current from the slow etcd: %v", err)
 	}
 }

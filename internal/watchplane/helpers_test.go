@@ -2,6 +2,7 @@ package watchplane
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ type counting struct {
 	clientv3.Watcher
 	gets, watches, progress atomic.Int64
 	fullReads               atomic.Int64 // reads that are not count-only
+	timedOut                atomic.Int64 // reads that ran out of their context's time
 	// hang, while set, makes Watch return a channel that never delivers (a
 	// silent stream): etcd answers reads, the watch says nothing.
 	hang atomic.Bool
@@ -42,7 +44,11 @@ func (c *counting) Get(ctx context.Context, key string, opts ...clientv3.OpOptio
 	if !clientv3.OpGet(key, opts...).IsCountOnly() {
 		c.fullReads.Add(1)
 	}
-	return c.KV.Get(ctx, key, opts...)
+	resp, err := c.KV.Get(ctx, key, opts...)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		c.timedOut.Add(1)
+	}
+	return resp, err
 }
 
 func (c *counting) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {

@@ -44,7 +44,7 @@ func (r *root) run() {
 			delivered, compacted, err = r.consume(wch)
 			cancel()
 			if delivered {
-				attempt = 0
+				attempt, r.slow = 0, 0
 			}
 			reason = "resume"
 			switch {
@@ -134,7 +134,7 @@ func (r *root) list() error {
 	}
 	r.mu.Unlock()
 	sent := r.p.cfg.Clock.Now()
-	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(r.ctx), r.needs().timeout)
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(r.ctx), stretch(r.needs().timeout, r.slow))
 	defer cancel()
 	opts := []clientv3.OpOption{clientv3.WithPrefix()}
 	if at > 0 {
@@ -146,7 +146,13 @@ func (r *root) list() error {
 		resp, err = r.p.cli.Get(ctx, r.prefix, clientv3.WithPrefix())
 	}
 	if err != nil {
+		if r.p.slowNotGone(ctx) {
+			r.slow++
+		}
 		return fmt.Errorf("watchplane: list %s: %w", r.prefix, etcderr.Classify(err))
+	}
+	if err := r.p.checkCluster(resp.Header); err != nil {
+		return fmt.Errorf("watchplane: list %s: %w", r.prefix, err)
 	}
 	kvs := make(map[string]*mvccpb.KeyValue, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -196,7 +202,7 @@ func (r *root) open(reason string) (clientv3.WatchChan, context.CancelFunc, erro
 	r.mu.Unlock()
 	ctx, cancel := context.WithCancel(r.p.stream)
 	stop := context.AfterFunc(r.ctx, cancel) // the root's end ends the watch
-	deadline, dcancel := context.WithTimeout(r.ctx, r.needs().timeout)
+	deadline, dcancel := context.WithTimeout(r.ctx, stretch(r.needs().timeout, r.slow))
 	defer dcancel()
 	watchdog := context.AfterFunc(deadline, cancel)
 	wch := r.p.cli.Watch(ctx, r.prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithProgressNotify())
@@ -205,6 +211,9 @@ func (r *root) open(reason string) (clientv3.WatchChan, context.CancelFunc, erro
 		cancel()
 		if r.ctx.Err() != nil {
 			return nil, nil, context.Cause(r.ctx)
+		}
+		if r.p.slowNotGone(deadline) {
+			r.slow++
 		}
 		return nil, nil, fmt.Errorf("watchplane: watch %s from revision %d: %w", r.prefix, from, errOpenTimeout)
 	}
@@ -236,6 +245,9 @@ func (r *root) consume(wch clientv3.WatchChan) (delivered, compacted bool, err e
 				return delivered, false, fmt.Errorf("watchplane: watch %s: %w", r.prefix, etcderr.Classify(wr.Err()))
 			case wr.Created:
 				continue
+			}
+			if err := r.p.checkCluster(wr.Header); err != nil {
+				return delivered, false, fmt.Errorf("watchplane: watch %s: %w", r.prefix, err)
 			}
 			delivered = true
 			r.apply(&wr)

@@ -2,15 +2,18 @@ package watchplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/coordkit/coordkit/coord"
@@ -30,7 +33,9 @@ type Plane struct {
 	stopAF func() bool     // the AfterFunc closing the plane with its client
 	forget func()          // removes a shared plane from the registry
 
-	opens, relists, resyncs atomic.Int64 // totals, for Stats
+	opens, relists, resyncs atomic.Int64  // totals, for Stats
+	cluster                 atomic.Uint64 // the etcd cluster's ID, from its first answer
+	slowProbes              int           // consecutive probe reads that ran out of time (the maintain loop's own)
 
 	mu      sync.Mutex
 	roots   map[string]*root
@@ -238,4 +243,27 @@ func (p *Plane) observe(o metric.Observer, up, subs metric.Int64ObservableGauge)
 		o.ObserveInt64(up, c.roots, metric.WithAttributeSet(c.set))
 		o.ObserveInt64(subs, c.subs, metric.WithAttributeSet(c.set))
 	}
+}
+
+// checkCluster returns ErrOtherCluster when h comes from another etcd cluster
+// than the plane's first answer did (that answer sets the plane's cluster).
+func (p *Plane) checkCluster(h *etcdserverpb.ResponseHeader) error {
+	if h == nil || h.ClusterId == 0 || p.cluster.CompareAndSwap(0, h.ClusterId) {
+		return nil
+	}
+	if first := p.cluster.Load(); h.ClusterId != first {
+		return fmt.Errorf("%w: cluster %x answered, the plane's is %x", ErrOtherCluster, h.ClusterId, first)
+	}
+	return nil
+}
+
+// slowNotGone reports whether a request whose ctx ended met a slow etcd, not an
+// unreachable one: ctx ran out of time while the client's connection was up.
+// (clientv3 waits for a connection: with etcd gone a request times out too.)
+func (p *Plane) slowNotGone(ctx context.Context) bool {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || p.ctx.Err() != nil {
+		return false
+	}
+	cc := p.cli.ActiveConnection()
+	return cc != nil && cc.GetState() == connectivity.Ready
 }

@@ -124,17 +124,34 @@ const (
 // confirm are compared by key count and highest mod revision (one read each).
 // Last, a root unconfirmed for its ResetAfter is presumed hung: its watch is
 // re-opened. It reports what became of the progress request, and whether the
-// revision read failed.
+// revision read failed. With no root (the last closed idle since the caller
+// looked) it reads nothing.
 func (p *Plane) probe(skipProgress bool) (progress int, failed bool) {
 	roots := p.rootList()
+	if len(roots) == 0 {
+		return progressUnused, false
+	}
 	timeout := p.cfg.RequestTimeout
 	for _, r := range roots {
 		timeout = min(timeout, r.needs().timeout)
 	}
 	sent := p.cfg.Clock.Now()
-	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(p.ctx), timeout)
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(p.ctx), stretch(timeout, p.slowProbes))
 	defer cancel()
 	resp, err := p.cli.Get(ctx, roots[0].prefix, clientv3.WithCountOnly())
+	switch {
+	case err == nil:
+		p.slowProbes = 0
+		if err = p.checkCluster(resp.Header); err != nil {
+			for _, r := range roots {
+				r.mu.Lock()
+				r.err = err
+				r.mu.Unlock()
+			}
+		}
+	case p.slowNotGone(ctx):
+		p.slowProbes++
+	}
 	failed = err != nil
 	if err == nil {
 		rev := resp.Header.Revision
@@ -225,7 +242,7 @@ func (r *root) waitRev(ctx context.Context, rev int64) bool {
 func (r *root) compare(ctx context.Context, sent time.Time) {
 	resp, err := r.p.cli.Get(ctx, r.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
-	if err != nil {
+	if err != nil || r.p.checkCluster(resp.Header) != nil {
 		return
 	}
 	var maxMod int64

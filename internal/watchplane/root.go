@@ -25,6 +25,7 @@ type root struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	reopen  chan struct{} // cap 1: the probe presumes the stream hung
+	slow    int           // consecutive lists and watch opens that ran out of time (the loop's own)
 
 	mu          sync.Mutex
 	listed      bool

@@ -62,7 +62,7 @@ func PrivatePostgres(t testing.TB) *PostgresServer {
 		t.Fatalf("coordtest: initdb: %v\n%s", err, out)
 	}
 	port := FreePort(t)
-	p := &Process{name: "postgres", path: filepath.Join(bin, "postgres"), attr: attr, out: &lockedBuffer{},
+	p := &Process{name: "postgres", path: filepath.Join(bin, "postgres"), attr: attr, out: &Buffer{},
 		args: []string{"-D", data, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
 			"-c", "fsync=off", "-c", "max_connections=200"}}
 	s := &PostgresServer{Process: p, Port: port,

@@ -22,7 +22,7 @@ type Process struct {
 	mu    sync.Mutex
 	cmd   *exec.Cmd
 	done  chan struct{}
-	out   *lockedBuffer
+	out   *Buffer
 	mark  int // length of out when the current run started
 	stats ProcessStats
 }
@@ -36,7 +36,7 @@ type ProcessStats struct {
 // process's stdout and stderr are kept (Output) and printed if the test fails.
 func StartProcess(t testing.TB, name, path string, args ...string) *Process {
 	t.Helper()
-	p := &Process{name: name, path: path, args: args, out: &lockedBuffer{}}
+	p := &Process{name: name, path: path, args: args, out: &Buffer{}}
 	if err := p.Start(); err != nil {
 		t.Fatalf("coordtest: start %s: %v", name, err)
 	}
@@ -193,22 +193,3 @@ func (p *Process) Printed(substr string, timeout time.Duration) error {
 	}
 	return nil
 }
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.b.Bytes())
-}
-
-func (b *lockedBuffer) String() string { return string(b.Bytes()) }

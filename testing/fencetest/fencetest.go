@@ -1,6 +1,7 @@
 package fencetest
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -59,27 +60,13 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Tenant == "" {
-		c.Tenant = DefaultTenant
-	}
-	if c.Writers == 0 {
-		c.Writers = DefaultWriters
-	}
-	if c.WritesPerWriter == 0 {
-		c.WritesPerWriter = DefaultWritesPerWriter
-	}
-	if c.Tokens == 0 {
-		c.Tokens = DefaultTokens
-	}
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
-	if c.PausedHolderTrials == 0 {
-		c.PausedHolderTrials = DefaultPausedHolderTrials
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
+	c.Tenant = cmp.Or(c.Tenant, DefaultTenant)
+	c.Writers = cmp.Or(c.Writers, DefaultWriters)
+	c.WritesPerWriter = cmp.Or(c.WritesPerWriter, DefaultWritesPerWriter)
+	c.Tokens = cmp.Or(c.Tokens, DefaultTokens)
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.PausedHolderTrials = cmp.Or(c.PausedHolderTrials, DefaultPausedHolderTrials)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	return c
 }
 

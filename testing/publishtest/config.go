@@ -1,6 +1,9 @@
 package publishtest
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Defaults of Config.
 const (
@@ -33,18 +36,10 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Keys == 0 {
-		c.Keys = DefaultKeys
-	}
-	if c.PerKey == 0 {
-		c.PerKey = DefaultPerKey
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
+	c.Keys = cmp.Or(c.Keys, DefaultKeys)
+	c.PerKey = cmp.Or(c.PerKey, DefaultPerKey)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	return c
 }
 
