@@ -50,15 +50,7 @@ func checkTestHelpers(files []moduleFile, allowed map[string]string) []string {
 				here = append(here, fmt.Sprintf("%s:%d: declares %s: call %s", mf.path, mf.fset.Position(fd.Pos()).Line, fd.Name.Name, sharedHelpers[fd.Name.Name]))
 			}
 		}
-		ast.Inspect(mf.f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
+		selectorCalls(mf.f, func(call *ast.CallExpr, sel *ast.SelectorExpr) {
 			pkgName := fmt.Sprint(sel.X)
 			switch {
 			case pkgName == "os" && sel.Sel.Name == "Getenv" && len(call.Args) == 1:
@@ -75,7 +67,6 @@ func checkTestHelpers(files []moduleFile, allowed map[string]string) []string {
 			case pkgName == "coordtest" && sel.Sel.Name == "StartEtcd":
 				here = append(here, fmt.Sprintf("%s:%d: calls coordtest.StartEtcd: a test calls coordtest.Etcd, an example coordtest.ExampleEtcd", mf.path, mf.fset.Position(call.Pos()).Line))
 			}
-			return true
 		})
 		if len(here) > 0 {
 			flagged[mf.path] = true
@@ -110,16 +101,12 @@ func TestTestHelpers(t *testing.T) {
 // entry is caught.
 func TestTestHelpersCatchViolations(t *testing.T) {
 	got := strings.Join(checkTestHelpers(testFiles(t, "testdata/conventions/badfeature"), map[string]string{"gone_test.go": "was here"}), "\n")
-	for _, want := range []string{
+	wantCaught(t, got,
 		"helpers_test.go:11: declares waitFor: call coordtest.Until",
 		"helpers_test.go:22: declares testLogger: call coordtest.Logger",
 		"helpers_test.go:27: reads COORD_TEST_POSTGRES_URL: reach servers through testing/coordtest",
 		"helpers_test.go:31: calls coordtest.StartEtcd",
 		"helpers_test.go:36: reads the alert rules itself: call coordtest.AlertRules",
 		"gone_test.go: listed in ownHelpersAllowed but has no helper of its own left",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the fixture's violation %q was not caught; got:\n%s", want, got)
-		}
-	}
+	)
 }

@@ -95,29 +95,21 @@ func checkMetrics(p *pkg) []string {
 	var bad []string
 	for name, f := range p.files {
 		where := func(n ast.Node) string { return fmt.Sprintf("%s/%s:%d", p.dir, name, p.fset.Position(n.Pos()).Line) }
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
+		selectorCalls(f, func(call *ast.CallExpr, sel *ast.SelectorExpr) {
 			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "attribute" && len(call.Args) > 0 {
 				if lit, ok := call.Args[0].(*ast.BasicLit); ok {
 					bad = append(bad, where(call)+": attribute key "+lit.Value+" written at the call: declare it as a constant (coordkit.<package>.<key>) in metrics.go")
 				}
-				return true
+				return
 			}
 			if !instrumentCtor.MatchString(sel.Sel.Name) && sel.Sel.Name != "Meter" {
-				return true
+				return
 			}
 			if name != "metrics.go" {
 				bad = append(bad, where(call)+": "+sel.Sel.Name+" outside metrics.go: instruments live in metrics.go")
 			}
 			if sel.Sel.Name == "Meter" || len(call.Args) == 0 {
-				return true
+				return
 			}
 			metricName := ""
 			if id, ok := call.Args[0].(*ast.Ident); ok {
@@ -154,7 +146,6 @@ func checkMetrics(p *pkg) []string {
 			case unit == "s" && strings.HasSuffix(sel.Sel.Name, "Histogram") && !buckets:
 				bad = append(bad, where(call)+": histogram "+metricName+" in seconds without explicit bucket boundaries (the SDK's default ones are for milliseconds)")
 			}
-			return true
 		})
 	}
 	return bad

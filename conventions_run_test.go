@@ -52,10 +52,10 @@ func TestConventions(t *testing.T) {
 func TestConventionsCatchViolations(t *testing.T) {
 	fixture := loadPkg(t, "testdata/conventions/badfeature", modulePath+"/badfeature")
 	got := strings.Join(conventions([]*pkg{fixture}), "\n")
-	for _, want := range []string{
-		"imports " + modulePath + "/outbox: a feature package never imports a sibling feature package: declare an interface it satisfies, or, if this package is made of it, make this package a composite (add it to composes",
-		"imports " + modulePath + "/ownership: nothing imports a composite package but a composite made of it",
-		"imports " + modulePath + "/testing/coordtest: only tests and cmd/ import testing/",
+	wantCaught(t, got,
+		"imports "+modulePath+"/outbox: a feature package never imports a sibling feature package: declare an interface it satisfies, or, if this package is made of it, make this package a composite (add it to composes",
+		"imports "+modulePath+"/ownership: nothing imports a composite package but a composite made of it",
+		"imports "+modulePath+"/testing/coordtest: only tests and cmd/ import testing/",
 		"Undocumented is not documented",
 		"Config field's default is a literal in its doc",
 		"withDefaults assigns the literal 30",
@@ -77,11 +77,7 @@ func TestConventionsCatchViolations(t *testing.T) {
 		`attribute key "badfeature.tenant" written at the call`,
 		"package-level variable defaultStore holds state",
 		"package-level variable hits holds state",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the fixture's violation %q was not caught; got:\n%s", want, got)
-		}
-	}
+	)
 	nodoc := loadPkg(t, "testdata/conventions/nodoc", modulePath+"/nodoc")
 	if got := strings.Join(conventions([]*pkg{nodoc}), "\n"); !strings.Contains(got, "nodoc: has no package comment") {
 		t.Errorf("a package without a comment was not caught; got:\n%s", got)
@@ -89,6 +85,17 @@ func TestConventionsCatchViolations(t *testing.T) {
 	floor := loadPkg(t, "testdata/conventions/coord", modulePath+"/coord")
 	if got := strings.Join(conventions([]*pkg{floor}), "\n"); !strings.Contains(got, "coord is the floor: standard library only") {
 		t.Errorf("coord importing a driver was not caught; got:\n%s", got)
+	}
+}
+
+// wantCaught fails the test for each of the fixture's violations (wants) that
+// got, the checks' findings one a line, does not report.
+func wantCaught(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("the fixture's violation %q was not caught; got:\n%s", want, got)
+		}
 	}
 }
 

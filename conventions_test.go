@@ -157,6 +157,18 @@ func checkImports(p *pkg) []string {
 	return bad
 }
 
+// selectorCalls calls visit with every call of a selector, x.Name(…), under n.
+func selectorCalls(n ast.Node, visit func(call *ast.CallExpr, sel *ast.SelectorExpr)) {
+	ast.Inspect(n, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+				visit(call, sel)
+			}
+		}
+		return true
+	})
+}
+
 // checkDocs holds "every exported name is documented": functions, methods of
 // exported types, types, and constants and variables (a group's comment counts).
 func checkDocs(p *pkg) []string {

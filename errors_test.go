@@ -68,6 +68,8 @@ var exportedErrors = []exportedError{
 	{"*pgfence.ConfigError", &pgfence.ConfigError{Field: "Table"}, false},
 	{"pgfence.ErrBusy", pgfence.ErrBusy, true},
 	{"*pgfence.BusyError", &pgfence.BusyError{Err: errors.New("lock timeout")}, true},
+	{"pgfence.ErrIdleTimeout", pgfence.ErrIdleTimeout, true},
+	{"*pgfence.IdleError", &pgfence.IdleError{Err: errors.New("idle timeout")}, true},
 	{"pgfence.ErrCommitUnknown", pgfence.ErrCommitUnknown, false}, // resolve by the effect, not by a blind retry
 	{"pgfence.ErrResetConflict", pgfence.ErrResetConflict, false},
 	{"*pgfence.ResetConflictError", &pgfence.ResetConflictError{}, false},

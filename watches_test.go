@@ -36,21 +36,15 @@ func checkWatches(p *pkg) []string {
 		if !etcd {
 			continue
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "Watch" && sel.Sel.Name != "RequestProgress") {
-				return true
+		selectorCalls(f, func(call *ast.CallExpr, sel *ast.SelectorExpr) {
+			if sel.Sel.Name != "Watch" && sel.Sel.Name != "RequestProgress" {
+				return
 			}
 			if id, ok := sel.X.(*ast.Ident); ok && imported[id.Name] {
-				return true // a package's function, not a client's method
+				return // a package's function, not a client's method
 			}
 			bad = append(bad, p.dir+"/"+name+":"+strconv.Itoa(p.fset.Position(call.Pos()).Line)+
 				": "+sel.Sel.Name+" opens an etcd watch outside "+thePlane+"; subscribe through the plane")
-			return true
 		})
 	}
 	slices.Sort(bad)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -62,35 +60,14 @@ func TestWaiterBacksOffWhileTheQueueCannotBeRead(t *testing.T) {
 	cfg := Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second}
 	other := e.Client(t)
 	holder := newSession(t, other, cfg)
-	held, err := Acquire(ctx, holder, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustAcquire(ctx, t, holder, "job")
 	f := &failingTxns{}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   e.Endpoints,
-		DialTimeout: 2 * time.Second,
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(f.unary)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() }) // after the session's Close, which revokes through it
+	cli := interceptedClient(t, e, f.unary) // closed after the session's Close, which revokes through it
 	rec := &ceilingRecorder{}
 	wcfg := cfg
 	wcfg.backoffRand = rec.rand
 	s := newSession(t, cli, wcfg)
-	acquired := make(chan error, 1)
-	go func() {
-		l, err := Acquire(ctx, s, "job")
-		if l != nil { // released before the test goes on: nothing outlives it
-			if rerr := l.Release(ctx); rerr != nil && err == nil {
-				err = rerr
-			}
-		}
-		acquired <- err
-	}()
+	acquired := acquireInBackground(ctx, s, "job", nil)
 	waitKeys(t, other, held.Token().Lease()+"/", 2) // queued: its next Txn is its read of the queue
 	f.fail.Store(int64(len(backoffCeilings)))
 	if err := held.Release(ctx); err != nil {

@@ -4,26 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
-
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// txnCounter counts the client's Txn RPCs.
-type txnCounter struct{ n atomic.Int64 }
-
-func (c *txnCounter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if method == "/etcdserverpb.KV/Txn" {
-		c.n.Add(1)
-	}
-	return invoker(ctx, method, req, reply, cc, opts...)
-}
 
 // TestConcurrentAcquiresShareQueueTransactions: 256 Acquires started at once on
 // one session queue their keys in a handful of transactions (a group commit,
@@ -32,18 +17,12 @@ func (c *txnCounter) unary(ctx context.Context, method string, req, reply any, c
 // Releases at once delete the keys in a handful of transactions too.
 func TestConcurrentAcquiresShareQueueTransactions(t *testing.T) {
 	e := coordtest.Etcd(t)
-	c := &txnCounter{}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(c.unary)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	cli, rpcs := coordtest.CountingEtcdClient(t, e.Endpoints...)
 	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 256
-	before := c.n.Load()
+	before := rpcs.Count("/Txn")
 	leases := make([]*Lease, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -63,7 +42,7 @@ func TestConcurrentAcquiresShareQueueTransactions(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	txns := c.n.Load() - before
+	txns := rpcs.Count("/Txn") - before
 	t.Logf("%d Acquires: %d queue transactions", n, txns)
 	if txns > n/8 {
 		t.Fatalf("%d Acquires sent %d transactions: their queue transactions were not committed together", n, txns)
@@ -73,7 +52,7 @@ func TestConcurrentAcquiresShareQueueTransactions(t *testing.T) {
 			t.Fatalf("lease %d: %v %s %v", i, l.Err(), l.Name(), l.Token())
 		}
 	}
-	before = c.n.Load()
+	before = rpcs.Count("/Txn")
 	errs = make(chan error, n)
 	for _, l := range leases {
 		wg.Add(1)
@@ -89,7 +68,7 @@ func TestConcurrentAcquiresShareQueueTransactions(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	txns = c.n.Load() - before
+	txns = rpcs.Count("/Txn") - before
 	t.Logf("%d Releases: %d delete transactions", n, txns)
 	if txns > n/8 {
 		t.Fatalf("%d Releases sent %d transactions: their deletes were not committed together", n, txns)
@@ -107,18 +86,12 @@ func TestBatchedReleaseWithAStaleTermDeletesOnlyItsOwn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second})
-	old, err := Acquire(ctx, s, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustAcquire(ctx, t, s, "job")
 	if _, err := cli.Delete(ctx, old.Key()); err != nil { // the old term ends behind its back
 		t.Fatal(err)
 	}
-	waitDone(t, old.Context().Done(), 10*time.Second, "the old term's context")
-	cur, err := Acquire(ctx, s, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	coordtest.Recv(t, old.Context().Done(), 10*time.Second, "the old term's context")
+	cur := mustAcquire(ctx, t, s, "job")
 	var others []*Lease
 	for i := range 8 {
 		l, err := Acquire(ctx, s, fmt.Sprintf("other%d", i))

@@ -1,6 +1,7 @@
 package correctnesslease
 
 import (
+	"cmp"
 	"log/slog"
 	"strconv"
 	"time"
@@ -84,25 +85,15 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	if c.KeepaliveTimeout == 0 {
 		c.KeepaliveTimeout = c.TTL / 6
 	}
 	c.Clock = coord.OrSystem(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = otel.GetTracerProvider()
-	}
-	if c.MaxLeaseLabels == 0 {
-		c.MaxLeaseLabels = DefaultMaxLeaseLabels
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.TracerProvider = cmp.Or(c.TracerProvider, otel.GetTracerProvider())
+	c.MaxLeaseLabels = cmp.Or(c.MaxLeaseLabels, DefaultMaxLeaseLabels)
 	return c
 }
 

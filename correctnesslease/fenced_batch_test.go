@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/coordkit/coordkit/coord"
@@ -47,12 +45,7 @@ func TestFencedAcquireIsNotQueuedAgainWithItsBatch(t *testing.T) {
 	for i := range g.sent {
 		g.sent[i], g.gates[i] = make(chan struct{}), make(chan struct{})
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.Endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(g.unary)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	cli := interceptedClient(t, e, g.unary)
 	tenant := coordtest.Tenant(t)
 	s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

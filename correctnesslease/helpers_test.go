@@ -3,10 +3,17 @@ package correctnesslease
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
@@ -32,7 +39,110 @@ func newSession(t testing.TB, cli *clientv3.Client, cfg Config) *Session {
 	return s
 }
 
+// mustAcquire acquires name on s, failing the test if Acquire returns an error.
+func mustAcquire(ctx context.Context, t testing.TB, s *Session, name string) *Lease {
+	t.Helper()
+	l, err := Acquire(ctx, s, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// acquireInBackground runs Acquire(ctx, s, name) in a goroutine and sends its
+// error on the returned channel. A lease it gets is released before (the
+// Release's error is sent, if any), so nothing outlives the test; if held is not
+// nil and still holds when Acquire returns a lease, an error says so.
+func acquireInBackground(ctx context.Context, s *Session, name string, held *Lease) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		l, err := Acquire(ctx, s, name)
+		if err == nil && held != nil && held.Err() == nil {
+			err = fmt.Errorf("acquired %s while %s still holds", name, held.Token())
+		}
+		if l != nil {
+			if rerr := l.Release(ctx); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+		out <- err
+	}()
+	return out
+}
+
+// twoSessions opens two sessions (TTL testTTL) of the test's tenant on one
+// client of the test's etcd: a holder and its rival.
+func twoSessions(t testing.TB) (*clientv3.Client, *Session, *Session) {
+	t.Helper()
+	cli := coordtest.Etcd(t).Client(t)
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
+	return cli, newSession(t, cli, cfg), newSession(t, cli, cfg)
+}
+
+// interceptedClient returns a client of e (2 s dial timeout, closed when the
+// test ends, after the sessions opened on it) whose unary RPCs go through unary:
+// the faults a test injects on the way to etcd.
+func interceptedClient(t testing.TB, e *coordtest.EtcdServer, unary grpc.UnaryClientInterceptor) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   e.Endpoints,
+		DialTimeout: 2 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// proxiedSession opens a session (TTL testTTL) whose client reaches etcd
+// through a proxy the test can blackhole.
+func proxiedSession(t testing.TB) (*Session, *coordtest.Proxy) {
+	t.Helper()
+	e := coordtest.Etcd(t)
+	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
+	cli := coordtest.NewEtcdClient(t, proxy.URL())
+	return newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL}), proxy
+}
+
 func clientv3WithPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
+
+// metricPoint is one data point collected from a ManualReader: of a Sum[int64]
+// (n is its value) or of a Histogram[float64] (n is its count).
+type metricPoint struct {
+	name  string
+	attrs attribute.Set
+	n     int64
+	hist  bool
+}
+
+// metricPoints collects r and returns every data point of its sums and
+// histograms.
+func metricPoints(t testing.TB, r *sdkmetric.ManualReader) []metricPoint {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var out []metricPoint
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					out = append(out, metricPoint{name: m.Name, attrs: dp.Attributes, n: dp.Value})
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					out = append(out, metricPoint{name: m.Name, attrs: dp.Attributes, n: int64(dp.Count), hist: true})
+				}
+			}
+		}
+	}
+	return out
+}
 
 // lossReason returns the LossReason of a context's cause or error, or "".
 func lossReason(err error) coord.LossReason {
@@ -59,15 +169,5 @@ func waitKeys(t testing.TB, cli *clientv3.Client, prefix string, n int64) {
 			t.Fatalf("prefix %s has %d keys, want %d", prefix, resp.Count, n)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitDone waits for ch to close, failing the test after d.
-func waitDone(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(d):
-		t.Fatalf("%s: not done after %v", what, d)
 	}
 }

@@ -105,7 +105,7 @@ func TestStepDownPrecedesExpiry(t *testing.T) {
 					if calls < 15 {
 						t.Fatalf("%s: %d keepalives in 5 TTL", name, calls)
 					}
-					waitDone(t, s.Done(), ttl, name+": step-down after the cut (fake time)")
+					coordtest.Recv(t, s.Done(), ttl, name+": step-down after the cut (fake time)")
 					stepDown := time.Now()
 					sl.mu.Lock()
 					expiry := sl.expiry // includes keepalives in flight at the cut
@@ -148,7 +148,7 @@ func TestFatalKeepaliveErrors(t *testing.T) {
 			s := newSessionState(nil, cfg)
 			start := time.Now()
 			s.start(start)
-			waitDone(t, s.Done(), cfg.TTL, fmt.Sprintf("%v: step-down (fake time)", fatal))
+			coordtest.Recv(t, s.Done(), cfg.TTL, fmt.Sprintf("%v: step-down (fake time)", fatal))
 			if d := time.Since(start); d != cfg.TTL/3 || calls != 1 {
 				t.Fatalf("%v: lost after %v and %d calls, want at the first keepalive", fatal, d, calls)
 			}
@@ -233,10 +233,45 @@ func TestSlowStartCountsFromGrant(t *testing.T) {
 		granted := time.Now()
 		time.Sleep(1500 * time.Millisecond) // a slow Put of the session key
 		s.start(granted)
-		waitDone(t, s.Done(), cfg.TTL, "step-down after a slow start (fake time)")
+		coordtest.Recv(t, s.Done(), cfg.TTL, "step-down after a slow start (fake time)")
 		if d := time.Since(granted); d != 2*time.Second {
 			t.Fatalf("stepped down %v after the grant was sent, want 2/3 TTL = 2s", d)
 		}
 		_ = s.Close(context.Background())
 	})
+}
+
+// TestLeaseValid: Valid is true while held and false from the renewal deadline
+// on (on the session clock, whether or not the renewal loop has run since),
+// and after Release.
+func TestLeaseValid(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	ctx := context.Background()
+	clk := coordtest.NewFakeClock(time.Now())
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL, Clock: clk})
+	if s.Tenant() != coordtest.Tenant(t) {
+		t.Fatalf("Tenant() = %q", s.Tenant())
+	}
+	a := mustAcquire(ctx, t, s, "a")
+	b, err := Acquire(ctx, s, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Valid() || !b.Valid() {
+		t.Fatal("Valid() = false right after Acquire")
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b.Valid() {
+		t.Fatal("Valid() = true after Release")
+	}
+	clk.Advance(testTTL * 2 / 3) // no keepalive sent since the grant: deadline reached
+	if a.Valid() {
+		t.Fatal("Valid() = true at the renewal deadline")
+	}
+	coordtest.Recv(t, s.Done(), 10*time.Second, "session step-down after Valid saw the deadline")
+	if a.Valid() {
+		t.Fatal("Valid() = true after step-down")
+	}
 }

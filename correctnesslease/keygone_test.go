@@ -3,7 +3,6 @@ package correctnesslease
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,10 +19,7 @@ import (
 // out) is not "the session expired": only the key is reported lost, and the
 // session stays up for its own renewal deadline to decide.
 func TestKeyGoneWithEtcdUnreachableIsNotASessionExpiry(t *testing.T) {
-	e := coordtest.Etcd(t)
-	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
-	cli := coordtest.NewEtcdClient(t, proxy.URL())
-	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
+	s, proxy := proxiedSession(t)
 	proxy.Blackhole()
 	defer proxy.Heal()
 	got := s.keyGone(context.Background())

@@ -7,7 +7,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
@@ -17,34 +16,16 @@ import (
 // of their coordkit.lease attribute.
 func leaseLabels(t *testing.T, r *sdkmetric.ManualReader) map[string]map[string]int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			add := func(attrs attribute.Set, n int64) {
-				v, ok := attrs.Value(attribute.Key(coord.AttrLease))
-				if !ok {
-					return
-				}
-				if out[m.Name] == nil {
-					out[m.Name] = map[string]int64{}
-				}
-				out[m.Name][v.AsString()] += n
-			}
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					add(dp.Attributes, dp.Value)
-				}
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					add(dp.Attributes, int64(dp.Count))
-				}
-			}
+	for _, p := range metricPoints(t, r) {
+		v, ok := p.attrs.Value(attribute.Key(coord.AttrLease))
+		if !ok {
+			continue
 		}
+		if out[p.name] == nil {
+			out[p.name] = map[string]int64{}
+		}
+		out[p.name][v.AsString()] += p.n
 	}
 	return out
 }

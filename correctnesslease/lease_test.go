@@ -30,10 +30,7 @@ func TestAcquireReleaseToken(t *testing.T) {
 		t.Fatalf("session key: %v", resp.Kvs)
 	}
 
-	l, err := Acquire(ctx, s, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(ctx, t, s, "job")
 	tok := l.Token()
 	kv, err := cli.Get(ctx, l.Key())
 	if err != nil || len(kv.Kvs) != 1 {
@@ -57,20 +54,15 @@ func TestAcquireReleaseToken(t *testing.T) {
 	waitKeys(t, cli, tok.Lease()+"/", 0)
 
 	// A new term has a strictly newer token.
-	l2, err := Acquire(ctx, s, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l2 := mustAcquire(ctx, t, s, "job")
 	if c, ok := l2.Token().Compare(tok); !ok || c != 1 {
 		t.Fatalf("new token %s not newer than %s", l2.Token(), tok)
 	}
 }
 
 func TestTryAcquireHeld(t *testing.T) {
-	cli := coordtest.Etcd(t).Client(t)
+	cli, a, b := twoSessions(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
-	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
 	l, err := TryAcquire(ctx, a, "job")
 	if err != nil {
 		t.Fatal(err)
@@ -183,23 +175,15 @@ func TestFIFOAndNoHerd(t *testing.T) {
 // TestKeyDeletedWhileWaiting: the waiter's own key vanishes (etcd#19597):
 // Acquire returns an error, never a lease without a key.
 func TestKeyDeletedWhileWaiting(t *testing.T) {
-	cli := coordtest.Etcd(t).Client(t)
+	cli, a, b := twoSessions(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
-	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
-	holder, err := Acquire(ctx, a, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := mustAcquire(ctx, t, a, "job")
 	prefix := holder.Token().Lease()
 	for _, fault := range []string{"delete", "overwrite"} {
-		errc := make(chan error, 1)
-		go func() {
-			_, err := Acquire(ctx, b, "job")
-			errc <- err
-		}()
+		errc := acquireInBackground(ctx, b, "job", nil)
 		waitKeys(t, cli, prefix+"/", 2)
 		key := b.keyFor(prefix)
+		var err error
 		if fault == "delete" {
 			_, err = cli.Delete(ctx, key)
 		} else {
@@ -224,25 +208,16 @@ func TestKeyDeletedWhileWaiting(t *testing.T) {
 }
 
 func TestCancelWhileWaitingRemovesKey(t *testing.T) {
-	cli := coordtest.Etcd(t).Client(t)
+	cli, a, b := twoSessions(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
-	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
-	holder, err := Acquire(ctx, a, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := mustAcquire(ctx, t, a, "job")
 	prefix := holder.Token().Lease() + "/"
 	wctx, cancel := context.WithCancelCause(ctx)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := Acquire(wctx, b, "job")
-		errc <- err
-	}()
+	errc := acquireInBackground(wctx, b, "job", nil)
 	waitKeys(t, cli, prefix, 2)
 	stop := errors.New("operator stop")
 	cancel(stop)
-	err = coordtest.Recv(t, errc, 30*time.Second, "the cancelled Acquire returning")
+	err := coordtest.Recv(t, errc, 30*time.Second, "the cancelled Acquire returning")
 	if !errors.Is(err, stop) || lossReason(err) != coord.LossCancelled {
 		t.Fatalf("cancelled Acquire: %v", err)
 	}
@@ -262,18 +237,12 @@ func TestReleaseNeverDeletesNewerKey(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx := context.Background()
 	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
-	old, err := Acquire(ctx, s, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := mustAcquire(ctx, t, s, "job")
 	if _, err := cli.Delete(ctx, old.Key()); err != nil { // the old term ends behind its back
 		t.Fatal(err)
 	}
-	waitDone(t, old.Context().Done(), 10*time.Second, "old lease context")
-	cur, err := Acquire(ctx, s, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	coordtest.Recv(t, old.Context().Done(), 10*time.Second, "old lease context")
+	cur := mustAcquire(ctx, t, s, "job")
 	if cur.Key() != old.Key() {
 		t.Fatalf("keys differ: %s %s", cur.Key(), old.Key())
 	}
@@ -304,7 +273,7 @@ func TestContextCause(t *testing.T) {
 	tenant := coordtest.Tenant(t)
 	check := func(t *testing.T, l *Lease, want coord.LossReason) {
 		t.Helper()
-		waitDone(t, l.Context().Done(), 10*time.Second, string(want))
+		coordtest.Recv(t, l.Context().Done(), 10*time.Second, string(want))
 		cause := context.Cause(l.Context())
 		var ae *coord.AuthorityLostError
 		if !errors.As(cause, &ae) || ae.Reason != want || ae.Lease != l.Token().Lease() {
@@ -316,19 +285,13 @@ func TestContextCause(t *testing.T) {
 	}
 	t.Run("released", func(t *testing.T) {
 		s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL})
-		l, err := Acquire(ctx, s, "released")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(ctx, t, s, "released")
 		_ = l.Release(ctx)
 		check(t, l, coord.LossReleased)
 	})
 	t.Run("session closed", func(t *testing.T) {
 		s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL})
-		l, err := Acquire(ctx, s, "closed")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(ctx, t, s, "closed")
 		if err := s.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -341,10 +304,7 @@ func TestContextCause(t *testing.T) {
 	t.Run("cancelled", func(t *testing.T) {
 		s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL})
 		cctx, cancel := context.WithCancel(ctx)
-		l, err := Acquire(cctx, s, "cancelled")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(cctx, t, s, "cancelled")
 		cancel()
 		check(t, l, coord.LossCancelled)
 		if !errors.Is(context.Cause(l.Context()), context.Canceled) {
@@ -353,10 +313,7 @@ func TestContextCause(t *testing.T) {
 	})
 	t.Run("key deleted", func(t *testing.T) {
 		s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL})
-		l, err := Acquire(ctx, s, "deleted")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(ctx, t, s, "deleted")
 		if _, err := cli.Delete(ctx, l.Key()); err != nil {
 			t.Fatal(err)
 		}
@@ -367,10 +324,7 @@ func TestContextCause(t *testing.T) {
 	})
 	t.Run("key overwritten", func(t *testing.T) {
 		s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL})
-		l, err := Acquire(ctx, s, "overwritten")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(ctx, t, s, "overwritten")
 		if _, err := cli.Put(ctx, l.Key(), "intruder"); err != nil {
 			t.Fatal(err)
 		}
@@ -378,21 +332,18 @@ func TestContextCause(t *testing.T) {
 	})
 	t.Run("session expired", func(t *testing.T) {
 		s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL})
-		l, err := Acquire(ctx, s, "expired")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(ctx, t, s, "expired")
 		if _, err := cli.Revoke(ctx, s.LeaseID()); err != nil {
 			t.Fatal(err)
 		}
 		// The key watch sees the deletion before the next keepalive sees
 		// "lease not found": the key went with the session's lease, so the
 		// reason is the session's expiry, not "deleted by someone else".
-		waitDone(t, s.Done(), testTTL, "session after revoke")
+		coordtest.Recv(t, s.Done(), testTTL, "session after revoke")
 		if lossReason(s.Err()) != coord.LossSessionExpired {
 			t.Fatalf("session Err %v", s.Err())
 		}
-		waitDone(t, l.Context().Done(), time.Second, "lease after revoke")
+		coordtest.Recv(t, l.Context().Done(), time.Second, "lease after revoke")
 		if r := lossReason(context.Cause(l.Context())); r != coord.LossSessionExpired {
 			t.Fatalf("lease cause %v, want %s", context.Cause(l.Context()), coord.LossSessionExpired)
 		}
@@ -403,10 +354,7 @@ func TestContextCause(t *testing.T) {
 		}
 		start := time.Now()
 		s := newSession(t, cli, Config{Tenant: tenant, TTL: testTTL, keepAliveOnce: failing})
-		l, err := Acquire(ctx, s, "deadline")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(ctx, t, s, "deadline")
 		check(t, l, coord.LossRenewalDeadline)
 		if d := time.Since(start); d > testTTL {
 			t.Fatalf("step-down after %v, want < TTL", d)
@@ -424,14 +372,9 @@ func TestContextCause(t *testing.T) {
 // TestSessionLostWhileWaiting: the waiter's session expires (revoked here);
 // Acquire returns an error, never a lease.
 func TestSessionLostWhileWaiting(t *testing.T) {
-	cli := coordtest.Etcd(t).Client(t)
+	cli, a, b := twoSessions(t)
 	ctx := context.Background()
-	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
-	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
-	holder, err := Acquire(ctx, a, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := mustAcquire(ctx, t, a, "job")
 	errc := make(chan error, 1)
 	go func() {
 		l, err := Acquire(ctx, b, "job")
@@ -452,7 +395,7 @@ func TestSessionLostWhileWaiting(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Acquire still waiting on an expired session")
 	}
-	waitDone(t, b.Done(), testTTL, "waiter's session")
+	coordtest.Recv(t, b.Done(), testTTL, "waiter's session")
 	if holder.Err() != nil {
 		t.Fatalf("holder lost: %v", holder.Err())
 	}

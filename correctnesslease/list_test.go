@@ -8,16 +8,14 @@ import (
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
-	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func TestListShowsHolderWaitersAndSessions(t *testing.T) {
-	cli := coordtest.Etcd(t).Client(t)
+	cli, a, b := twoSessions(t)
+	tenant := a.Tenant()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := Config{Tenant: coordtest.Tenant(t), TTL: testTTL}
-	a, b := newSession(t, cli, cfg), newSession(t, cli, cfg)
-	other := newSession(t, cli, Config{Tenant: cfg.Tenant + "-x", TTL: testTTL})
+	other := newSession(t, cli, Config{Tenant: tenant + "-x", TTL: testTTL})
 	la, err := Acquire(ctx, a, "leader")
 	if err != nil {
 		t.Fatal(err)
@@ -25,14 +23,13 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 	if _, err := Acquire(ctx, other, "solo"); err != nil {
 		t.Fatal(err)
 	}
-	waiting := make(chan error, 1)
 	wctx, stopWaiting := context.WithCancel(ctx)
-	go func() { _, err := Acquire(wctx, b, "leader"); waiting <- err }()
+	waiting := acquireInBackground(wctx, b, "leader", nil)
 	defer func() { stopWaiting(); <-waiting }()
 
 	var got LeaseState
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if got, err = LeaseGet(ctx, cli, cfg.Tenant, "leader"); err != nil {
+		if got, err = LeaseGet(ctx, cli, tenant, "leader"); err != nil {
 			t.Fatal(err)
 		}
 		if got.Waiters() == 1 {
@@ -63,14 +60,14 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 	}
 	var names []string
 	for _, s := range all {
-		if strings.HasPrefix(s.Tenant, cfg.Tenant) {
+		if strings.HasPrefix(s.Tenant, tenant) {
 			names = append(names, s.Tenant+"/"+s.Name)
 		}
 	}
-	if want := cfg.Tenant + "/leader," + cfg.Tenant + "-x/solo"; strings.Join(names, ",") != want {
+	if want := tenant + "/leader," + tenant + "-x/solo"; strings.Join(names, ",") != want {
 		t.Fatalf("List(all) = %v, want %s", names, want)
 	}
-	one, err := LeaseList(ctx, cli, cfg.Tenant)
+	one, err := LeaseList(ctx, cli, tenant)
 	if err != nil || len(one) != 1 || one[0].Name != "leader" {
 		t.Fatalf("List(tenant) = %+v, %v", one, err)
 	}
@@ -78,13 +75,13 @@ func TestListShowsHolderWaitersAndSessions(t *testing.T) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if empty, err := LeaseGet(ctx, cli, cfg.Tenant+"-x", "nobody"); !errors.Is(err, ErrNotFound) {
+	if empty, err := LeaseGet(ctx, cli, tenant+"-x", "nobody"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("LeaseGet of a lease nobody holds or waits for = %+v, %v; want ErrNotFound", empty, err)
 	}
-	if old, err := Get(ctx, cli, cfg.Tenant+"-x", "nobody"); err != nil || len(old.Queue) != 0 || old.Name != "nobody" {
+	if old, err := Get(ctx, cli, tenant+"-x", "nobody"); err != nil || len(old.Queue) != 0 || old.Name != "nobody" {
 		t.Fatalf("the deprecated Get of an unheld lease = %+v, %v; want an empty queue, as before", old, err)
 	}
-	if _, err := LeaseGet(ctx, cli, cfg.Tenant, "a/b"); !errors.Is(err, coord.ErrInvalidName) {
+	if _, err := LeaseGet(ctx, cli, tenant, "a/b"); !errors.Is(err, coord.ErrInvalidName) {
 		t.Fatalf("Get(invalid name) = %v, want ErrInvalidName", err)
 	}
 }

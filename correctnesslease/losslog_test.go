@@ -1,36 +1,16 @@
 package correctnesslease
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // A held lease that loses its authority says so in the log (a warning with the
 // lease, its token and the reason), for the operator who must know a holder
@@ -41,25 +21,19 @@ func TestLossOfAHeldLeaseIsLoggedAReleaseIsNot(t *testing.T) {
 	cli := coordtest.Etcd(t).Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var logs syncBuffer
-	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	var logs coordtest.Buffer // both sessions' logs
+	cfg := Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	s := newSession(t, cli, cfg)
 	const lostMsg = "correctnesslease: lease lost authority"
 
-	released, err := Acquire(ctx, s, "released")
-	if err != nil {
-		t.Fatal(err)
-	}
+	released := mustAcquire(ctx, t, s, "released")
 	if err := released.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// A request that never held: TryAcquire behind the holder below.
-	held, err := Acquire(ctx, s, "deleted")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rival := newSession(t, cli, Config{Tenant: s.cfg.Tenant, TTL: 10 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	held := mustAcquire(ctx, t, s, "deleted")
+	rival := newSession(t, cli, cfg)
 	if _, err := TryAcquire(ctx, rival, "deleted"); err == nil {
 		t.Fatal("TryAcquire of a held lease succeeded")
 	}

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -79,17 +79,7 @@ func (h *hangingTxn) unary(ctx context.Context, method string, req, reply any, c
 func hangingTxnClient(t *testing.T, e *coordtest.EtcdServer, h *hangingTxn) *clientv3.Client {
 	t.Helper()
 	h.held = make(chan time.Duration, 1)
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   e.Endpoints,
-		DialTimeout: 2 * time.Second,
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(h.unary)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	return interceptedClient(t, e, h.unary)
 }
 
 // When etcd does not answer the fence of a queue transaction of unknown outcome,
@@ -148,14 +138,11 @@ func TestCleanupAttemptIsBoundedByAThirdOfTheTTL(t *testing.T) {
 	s := newSession(t, hangingTxnClient(t, e, h), Config{Tenant: tenant, TTL: testTTL})
 	bound := testTTL / 3
 	ctx := context.Background()
-	held, err := Acquire(ctx, holder, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustAcquire(ctx, t, holder, "job")
 	defer held.Release(ctx)
 
 	start := time.Now()
-	_, err = TryAcquire(ctx, s, "job")
+	_, err := TryAcquire(ctx, s, "job")
 	took := time.Since(start)
 	if !errors.Is(err, ErrHeld) {
 		t.Fatalf("TryAcquire while held: %v, want ErrHeld", err)
@@ -168,4 +155,147 @@ func TestCleanupAttemptIsBoundedByAThirdOfTheTTL(t *testing.T) {
 		t.Fatalf("TryAcquire returned %v after a delete etcd never answered, want about TTL/3 = %v", took, bound)
 	}
 	waitKeys(t, other, held.Token().Lease()+"/", 1) // the retry removed TryAcquire's key
+}
+
+// TestLeftoverKeyIsNeverReused: a key of this session that no Lease owns (written
+// by someone else, or left over) is removed and queued again, so the token is a
+// fresh create revision — never the leftover's — and it is the create revision
+// of the key etcd holds (the queue position everyone else sees).
+func TestLeftoverKeyIsNeverReused(t *testing.T) {
+	e := coordtest.Etcd(t)
+	cli := e.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: 10 * time.Second})
+	const name = "job"
+	prefix, err := coord.Key(s.cfg.Tenant, coord.KindElections, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftover, err := cli.Put(ctx, s.keyFor(prefix), "", clientv3.WithLease(s.id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Acquire(ctx, s, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	if got := l.Token().Revision(); got <= leftover.Header.Revision {
+		t.Fatalf("token revision %d, leftover key written at %d: the leftover key was reused", got, leftover.Header.Revision)
+	}
+	// The token is the create revision of the key etcd holds for the lease.
+	resp, err := cli.Get(ctx, l.Key())
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].CreateRevision != l.Token().Revision() {
+		t.Fatalf("key %s in etcd: %v (%v); want create revision %d, the token", l.Key(), resp.Kvs, err, l.Token().Revision())
+	}
+}
+
+// TestCloseDoesNotWaitForAQueuingAcquire: Close makes every lease on the session
+// lose its authority and waits for the session's goroutines. An Acquire whose
+// queue transaction hangs (etcd unreachable) under a context without deadline
+// must be aborted by that loss, not keep Close waiting forever.
+func TestCloseDoesNotWaitForAQueuingAcquire(t *testing.T) {
+	s, proxy := proxiedSession(t)
+	proxy.Blackhole()
+	defer proxy.Heal()
+
+	acquired := make(chan error, 1)
+	go func() {
+		_, err := Acquire(context.Background(), s, "job")
+		acquired <- err
+	}()
+	// Let the queue transaction reach the blackholed connection.
+	time.Sleep(200 * time.Millisecond)
+	if proxy.Stats().Blackholes == 0 {
+		t.Fatal("the connection was never blackholed")
+	}
+	closed := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_ = s.Close(ctx)
+		close(closed)
+	}()
+	// Close may spend its ctx on the revoke and Acquire its bounded cleanup
+	// (TTL/3); neither may hang.
+	coordtest.Recv(t, closed, testTTL, "Close with an Acquire queuing on a dead connection")
+	select {
+	case err := <-acquired:
+		if err == nil {
+			t.Fatal("Acquire succeeded on a closed session")
+		}
+	case <-time.After(testTTL):
+		t.Fatal("Acquire still blocked after Close")
+	}
+}
+
+// lostReply makes the next Txn look failed after etcd applied it (the reply is
+// lost), and holds the Txn after it (Acquire's fence) until released.
+type lostReply struct {
+	failTxn       atomic.Bool
+	holdNext      atomic.Bool
+	deleteStarted chan struct{}
+	releaseDelete chan struct{}
+}
+
+func (r *lostReply) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if method == "/etcdserverpb.KV/Txn" && r.holdNext.CompareAndSwap(true, false) {
+		close(r.deleteStarted)
+		<-r.releaseDelete
+	}
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err == nil && method == "/etcdserverpb.KV/Txn" && r.failTxn.CompareAndSwap(true, false) {
+		r.holdNext.Store(true)
+		return status.Error(codes.Internal, "injected: reply lost after the txn was applied")
+	}
+	return err
+}
+
+// TestUnknownQueueOutcomeNeverDeletesALiveLease: when Acquire's queue
+// transaction fails with an unknown outcome, Acquire removes the key it may have
+// created. That removal must not delete the key of a Lease that another Acquire
+// of the same name on the same session obtained meanwhile: a lease returned by
+// Acquire keeps its key.
+func TestUnknownQueueOutcomeNeverDeletesALiveLease(t *testing.T) {
+	e := coordtest.Etcd(t)
+	r := &lostReply{deleteStarted: make(chan struct{}), releaseDelete: make(chan struct{})}
+	cli := interceptedClient(t, e, r.unary)
+	ctx := context.Background()
+	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL})
+
+	r.failTxn.Store(true)
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := Acquire(ctx, s, "job")
+		firstErr <- err
+	}()
+	coordtest.Recv(t, r.deleteStarted, 10*time.Second, "the first Acquire's fence of its unknown queue outcome")
+	if r.failTxn.Load() {
+		t.Fatal("the lost reply was never injected")
+	}
+
+	second, err := Acquire(ctx, s, "job")
+	close(r.releaseDelete)
+	if err := coordtest.Recv(t, firstErr, 30*time.Second, "the first Acquire returning"); err == nil {
+		t.Fatal("the first Acquire succeeded although its queue txn failed")
+	}
+	if err != nil {
+		// Refusing while the first Acquire still cleans up is safe.
+		if !errors.Is(err, ErrAlreadyQueued) {
+			t.Fatalf("second Acquire: %v", err)
+		}
+		// Once the cleanup is done the name is free again.
+		if second, err = Acquire(ctx, s, "job"); err != nil {
+			t.Fatalf("Acquire after the cleanup: %v", err)
+		}
+	}
+	defer second.Release(ctx)
+	resp, err := cli.Get(ctx, second.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != second.Token().Revision() {
+		t.Fatalf("the first Acquire's cleanup deleted the key of the lease the second Acquire returned (%s)", second.Token())
+	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/testing/coordtest"
@@ -29,20 +28,10 @@ type partitionTrial struct {
 // failedKeepalives sums the session's keepalive RPCs whose outcome was an error.
 func failedKeepalives(t *testing.T, r *sdkmetric.ManualReader) int64 {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "coordkit.correctnesslease.keepalives" {
-				for _, dp := range d.DataPoints {
-					if v, _ := dp.Attributes.Value(attribute.Key(coord.AttrOutcome)); v.AsString() == "error" {
-						n += dp.Value
-					}
-				}
-			}
+	for _, p := range metricPoints(t, r) {
+		if v, _ := p.attrs.Value(attribute.Key(coord.AttrOutcome)); p.name == "coordkit.correctnesslease.keepalives" && !p.hist && v.AsString() == "error" {
+			n += p.n
 		}
 	}
 	return n
@@ -124,7 +113,7 @@ func runPartitionTrial(t *testing.T, e *coordtest.EtcdServer, name string, rtt, 
 	}
 	res.timeouts = failedKeepalives(t, reader)
 	proxy.Blackhole()
-	waitDone(t, stepped, 2*testTTL, "holder step-down")
+	coordtest.Recv(t, stepped, 2*testTTL, "holder step-down")
 	var rl *Lease
 	select {
 	case rl = <-taken:

@@ -42,13 +42,7 @@ func (r *runEvents) opts() *RunOpts {
 
 func (r *runEvents) next(t *testing.T) string {
 	t.Helper()
-	select {
-	case ev := <-r.ch:
-		return ev
-	case <-time.After(15 * time.Second):
-		t.Fatal("no Run event within 15s")
-		return ""
-	}
+	return coordtest.Recv(t, r.ch, 15*time.Second, "a Run event")
 }
 
 // TestRunReelectsAfterLoss: the work runs with the token; when its key is
@@ -88,43 +82,39 @@ func TestRunReelectsAfterLoss(t *testing.T) {
 		t.Fatal(e)
 	}
 	tok1 := coordtest.Recv(t, work, 30*time.Second, "the first term starting")
+	// nextTerm checks that the term of prev ended with reason, reported by Run,
+	// and that Run was elected again, and returns the new term's token, newer than
+	// prev.
+	nextTerm := func(ending, starting string, reason coord.LossReason, prev coord.Token) coord.Token {
+		t.Helper()
+		if r := lossReason(coordtest.Recv(t, causes, 30*time.Second, ending)); r != reason {
+			t.Fatalf("work cancelled with %v", r)
+		}
+		if e := ev.next(t); e != "lost:"+string(reason) {
+			t.Fatal(e)
+		}
+		if e := ev.next(t); e != "elected" {
+			t.Fatal(e)
+		}
+		tok := coordtest.Recv(t, work, 30*time.Second, starting)
+		if c, _ := tok.Compare(prev); c != 1 {
+			t.Fatalf("%s: token %s not newer than %s", starting, tok, prev)
+		}
+		return tok
+	}
 
 	// Term 1 ends: key deleted.
 	if _, err := cli.Delete(ctx, s.keyFor(tok1.Lease())); err != nil {
 		t.Fatal(err)
 	}
-	if r := lossReason(coordtest.Recv(t, causes, 30*time.Second, "the first term ending")); r != coord.LossKeyDeleted {
-		t.Fatalf("work cancelled with %v", r)
-	}
-	if e := ev.next(t); e != "lost:key_deleted" {
-		t.Fatal(e)
-	}
-	if e := ev.next(t); e != "elected" {
-		t.Fatal(e)
-	}
-	tok2 := coordtest.Recv(t, work, 30*time.Second, "the second term starting")
-	if c, _ := tok2.Compare(tok1); c != 1 {
-		t.Fatalf("term 2 token %s not newer than %s", tok2, tok1)
-	}
+	tok2 := nextTerm("the first term ending", "the second term starting", coord.LossKeyDeleted, tok1)
 
 	// Term 2 ends: the session's keepalives fail; Run steps down and starts a
 	// new session.
 	failFirst.Lock()
 	failing = true
 	failFirst.Unlock()
-	if r := lossReason(coordtest.Recv(t, causes, 30*time.Second, "the second term ending")); r != coord.LossRenewalDeadline {
-		t.Fatalf("work cancelled with %v", r)
-	}
-	if e := ev.next(t); e != "lost:renewal_deadline" {
-		t.Fatal(e)
-	}
-	if e := ev.next(t); e != "elected" {
-		t.Fatal(e)
-	}
-	tok3 := coordtest.Recv(t, work, 30*time.Second, "the third term starting")
-	if c, _ := tok3.Compare(tok2); c != 1 {
-		t.Fatalf("term 3 token %s not newer than %s", tok3, tok2)
-	}
+	tok3 := nextTerm("the second term ending", "the third term starting", coord.LossRenewalDeadline, tok2)
 	if s.Err() == nil {
 		t.Fatal("first session still has authority")
 	}

@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -38,40 +37,26 @@ func TestTelemetry(t *testing.T) {
 		}
 	}
 	s := newSession(t, cli, Config{Tenant: coordtest.Tenant(t), TTL: testTTL, MeterProvider: mp, TracerProvider: tp, keepAliveOnce: ka})
-	l, err := Acquire(ctx, s, "metered")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(ctx, t, s, "metered")
 	time.Sleep(testTTL / 2) // at least one successful keepalive
 	close(failing)
-	waitDone(t, s.Done(), testTTL, "step-down") // closed after every lease recorded its loss
+	coordtest.Recv(t, s.Done(), testTTL, "step-down") // closed after every lease recorded its loss
 	if lossReason(l.Err()) != coord.LossRenewalDeadline {
 		t.Fatalf("lease: %v", l.Err())
 	}
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
 	sums := map[string]int64{}
-	hists := map[string]uint64{}
+	hists := map[string]int64{}
 	var stepReason string
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, dp := range d.DataPoints {
-					sums[m.Name] += dp.Value
-					if m.Name == "coordkit.correctnesslease.step_downs" {
-						v, _ := dp.Attributes.Value(attribute.Key(coord.AttrReason))
-						stepReason = v.AsString()
-					}
-				}
-			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					hists[m.Name] += dp.Count
-				}
-			}
+	for _, p := range metricPoints(t, reader) {
+		if p.hist {
+			hists[p.name] += p.n
+			continue
+		}
+		sums[p.name] += p.n
+		if p.name == "coordkit.correctnesslease.step_downs" {
+			v, _ := p.attrs.Value(attribute.Key(coord.AttrReason))
+			stepReason = v.AsString()
 		}
 	}
 	if sums["coordkit.correctnesslease.acquisitions"] != 1 || sums["coordkit.correctnesslease.step_downs"] != 1 ||

@@ -143,7 +143,7 @@ func TestKeyResyncChecksTheKey(t *testing.T) {
 				// The key is followed before Acquire returns: Acquire may report the loss itself.
 				if err == nil {
 					defer l.Release(context.Background())
-					waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key changed while its watch was down")
+					coordtest.Recv(t, l.Context().Done(), 10*time.Second, "the lease whose key changed while its watch was down")
 					err = l.Err()
 				}
 				if r := lossReason(err); r != coord.LossKeyDeleted {
@@ -171,7 +171,7 @@ func TestKeyResyncChecksTheKey(t *testing.T) {
 			if _, err := other.Delete(ctx, l.Key()); err != nil {
 				t.Fatal(err)
 			}
-			waitDone(t, l.Context().Done(), 10*time.Second, "the lease whose key was deleted after the resync")
+			coordtest.Recv(t, l.Context().Done(), 10*time.Second, "the lease whose key was deleted after the resync")
 			if r := lossReason(l.Err()); r != coord.LossKeyDeleted {
 				t.Fatalf("lease lost with %v, want %s", l.Err(), coord.LossKeyDeleted)
 			}
@@ -188,29 +188,14 @@ func TestPredecessorResyncKeepsTheWaiterWaiting(t *testing.T) {
 	defer cancel() // before the sessions close: a waiter still waiting gives up
 	tenant := coordtest.Tenant(t)
 	holder := newSession(t, e.Client(t), Config{Tenant: tenant, TTL: 10 * time.Second})
-	held, err := Acquire(ctx, holder, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustAcquire(ctx, t, holder, "job")
 	cli := coordtest.NewEtcdClient(t, e.Endpoints...)
 	w := newEndingWatcher(cli, 1)
 	w.key = rootOf(t, tenant)
 	cli.Watcher = w // before the session starts: nothing else uses the client yet
 	s := newSession(t, cli, Config{Tenant: tenant, TTL: 10 * time.Second})
 
-	acquired := make(chan error, 1)
-	go func() {
-		l, err := Acquire(ctx, s, "job")
-		if err == nil && held.Err() == nil {
-			err = errors.New("acquired while the predecessor still holds")
-		}
-		if l != nil { // released before the test goes on: nothing outlives it
-			if rerr := l.Release(ctx); rerr != nil && err == nil {
-				err = rerr
-			}
-		}
-		acquired <- err
-	}()
+	acquired := acquireInBackground(ctx, s, "job", held)
 	select {
 	case <-w.rewatched:
 	case err := <-acquired:
@@ -243,36 +228,17 @@ func TestWaiterRetriesAFailedReadOfTheQueue(t *testing.T) {
 	other := e.Client(t)
 	cfg := Config{Tenant: tenant, TTL: 10 * time.Second}
 	holder, middle := newSession(t, other, cfg), newSession(t, other, cfg)
-	held, err := Acquire(ctx, holder, "job")
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustAcquire(ctx, t, holder, "job")
 	prefix := held.Token().Lease()
-	middleDone := make(chan error, 1)
 	mctx, mcancel := context.WithCancel(ctx)
 	defer mcancel()
-	go func() {
-		_, err := Acquire(mctx, middle, "job")
-		middleDone <- err
-	}()
+	middleDone := acquireInBackground(mctx, middle, "job", nil)
 	waitKeys(t, other, prefix+"/", 2)
 
 	h := &hangingTxn{refuse: 2} // its queue transaction goes through, its first read of the queue fails
 	cli := hangingTxnClient(t, e, h)
 	s := newSession(t, cli, cfg)
-	acquired := make(chan error, 1)
-	go func() {
-		l, err := Acquire(ctx, s, "job")
-		if err == nil && held.Err() == nil {
-			err = errors.New("acquired while the holder still holds")
-		}
-		if l != nil { // released before the test goes on: nothing outlives it
-			if rerr := l.Release(ctx); rerr != nil && err == nil {
-				err = rerr
-			}
-		}
-		acquired <- err
-	}()
+	acquired := acquireInBackground(ctx, s, "job", held)
 	waitKeys(t, other, prefix+"/", 3)
 	mcancel() // the waiter in the middle leaves: the last one reads the queue again
 	if err := coordtest.Recv(t, middleDone, 10*time.Second, "the middle waiter leaving"); !errors.Is(err, context.Canceled) {

@@ -1,6 +1,7 @@
 package efficiencylock
 
 import (
+	"cmp"
 	"log/slog"
 	"strconv"
 
@@ -54,18 +55,10 @@ type LockOpts struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Tenant == "" {
-		c.Tenant = DefaultTenant
-	}
-	if c.Retry == nil {
-		c.Retry = DefaultRetry()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Tenant = cmp.Or(c.Tenant, DefaultTenant)
+	c.Retry = cmp.Or(c.Retry, DefaultRetry())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -39,7 +39,19 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 
 func ptr[T any](v T) *T { return &v }
 
-// mustRelease releases lk at the end of the test, tolerating "not held".
+// held acquires name with TryAcquire, failing the test if it is not acquired,
+// and releases it at the end of the test.
+func held(t testing.TB, ctx context.Context, l *efficiencylock.Locker, name string, ttl time.Duration, opts *efficiencylock.LockOpts) *efficiencylock.Lock {
+	t.Helper()
+	lk, err := l.TryAcquire(ctx, name, ttl, opts)
+	if err != nil {
+		t.Fatalf("TryAcquire %s: %v", name, err)
+	}
+	releaseAtEnd(t, lk)
+	return lk
+}
+
+// releaseAtEnd releases lk at the end of the test, tolerating "not held".
 func releaseAtEnd(t testing.TB, lk *efficiencylock.Lock) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

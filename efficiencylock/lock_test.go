@@ -68,13 +68,9 @@ func TestContention(t *testing.T) {
 	t.Parallel()
 	l, _ := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 20*time.Second)
-	a, err := l.TryAcquire(ctx, "busy", 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseAtEnd(t, a)
+	a := held(t, ctx, l, "busy", 10*time.Second, nil)
 
-	_, err = l.TryAcquire(ctx, "busy", time.Second, nil)
+	_, err := l.TryAcquire(ctx, "busy", time.Second, nil)
 	var na *efficiencylock.NotAcquiredError
 	if !errors.As(err, &na) || !errors.Is(err, efficiencylock.ErrNotAcquired) || na.Attempts != 1 {
 		t.Fatalf("TryAcquire on a held lock = %v, want *NotAcquiredError after 1 attempt", err)
@@ -150,11 +146,7 @@ func TestRefreshExtendsAndNeverReacquires(t *testing.T) {
 	t.Parallel()
 	l, db := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	lk, err := l.TryAcquire(ctx, "r", 200*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseAtEnd(t, lk)
+	lk := held(t, ctx, l, "r", 200*time.Millisecond, nil)
 	if err := lk.Refresh(ctx, 5*time.Second); err != nil {
 		t.Fatalf("Refresh: %v", err)
 	}
@@ -164,7 +156,7 @@ func TestRefreshExtendsAndNeverReacquires(t *testing.T) {
 	// The key disappears (expiry, failover to an empty replica): Refresh must not
 	// re-create it.
 	db.Client.Del(ctx, lk.Key())
-	err = lk.Refresh(ctx, 5*time.Second)
+	err := lk.Refresh(ctx, 5*time.Second)
 	var lost *efficiencylock.LostError
 	if !errors.As(err, &lost) || lost.Reason != efficiencylock.LossGone {
 		t.Fatalf("Refresh of a vanished key = %v, want *LostError gone", err)
@@ -254,11 +246,7 @@ func TestContextEndsAtExpiryWithoutRefresh(t *testing.T) {
 	t.Parallel()
 	l, _ := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	lk, err := l.TryAcquire(ctx, "e", 100*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseAtEnd(t, lk)
+	lk := held(t, ctx, l, "e", 100*time.Millisecond, nil)
 	start := time.Now()
 	select {
 	case <-lk.Context().Done():
@@ -295,11 +283,7 @@ func TestAutoRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	stolen := time.Now()
-	select {
-	case <-lk.Context().Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("guard never learned its lock was taken over")
-	}
+	coordtest.Recv(t, lk.Context().Done(), 5*time.Second, "the guard learning its lock was taken over")
 	took := time.Since(stolen)
 	var lost *efficiencylock.LostError
 	if c := context.Cause(lk.Context()); !errors.As(c, &lost) || lost.Reason != efficiencylock.LossGone {
@@ -317,16 +301,8 @@ func TestAutoRefresh(t *testing.T) {
 	}
 
 	// Per-acquisition opts turn it off.
-	off, err := l.TryAcquire(ctx, "manual", 150*time.Millisecond, &efficiencylock.LockOpts{AutoRefresh: ptr(false)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseAtEnd(t, off)
-	select {
-	case <-off.Context().Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a guard without auto-refresh did not expire")
-	}
+	off := held(t, ctx, l, "manual", 150*time.Millisecond, &efficiencylock.LockOpts{AutoRefresh: ptr(false)})
+	coordtest.Recv(t, off.Context().Done(), 5*time.Second, "the expiry of a guard without auto-refresh")
 }
 
 // Without faults, the lock excludes: many goroutines, one holder at a time.
@@ -411,20 +387,12 @@ func TestRefreshShorterTTLShortensValidity(t *testing.T) {
 	t.Parallel()
 	l, _ := sharedLocker(t, efficiencylock.Config{})
 	ctx := ctxT(t, 10*time.Second)
-	lk, err := l.TryAcquire(ctx, "short", 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseAtEnd(t, lk)
+	lk := held(t, ctx, l, "short", 10*time.Second, nil)
 	lctx := lk.Context()
 	if err := lk.Refresh(ctx, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-lctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("guard still valid 5s after a Refresh to 100ms")
-	}
+	coordtest.Recv(t, lctx.Done(), 5*time.Second, "the guard ending after a Refresh to 100ms")
 	if !errors.Is(context.Cause(lctx), efficiencylock.ErrLockLost) {
 		t.Fatalf("cause = %v", context.Cause(lctx))
 	}

@@ -1,7 +1,6 @@
 package efficiencylock_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -99,13 +98,12 @@ func TestMetricsAndLogsCarryTheReason(t *testing.T) {
 	t.Parallel()
 	db := coordtest.Redis(t)
 	rec := &recorder{}
-	var logs bytes.Buffer
-	var logMu sync.Mutex
+	var logs coordtest.Buffer
 	const why = "thumbnail regeneration is idempotent"
 	l, err := efficiencylock.New(db.Client, efficiencylock.DuplicatesHarmless(why), efficiencylock.Config{
 		Tenant:        db.Tenant,
 		MeterProvider: rec,
-		Logger:        slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:        slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,23 +137,10 @@ func TestMetricsAndLogsCarryTheReason(t *testing.T) {
 	if v, _ := rec.sum("coordkit.efficiencylock.lost", reason, attribute.String(coord.AttrTenant, db.Tenant)); v != 1 {
 		t.Errorf("%s = %d, want 1", "coordkit.efficiencylock.lost", v)
 	}
-	logMu.Lock()
 	out := logs.String()
-	logMu.Unlock()
 	for _, want := range []string{"efficiencylock: acquired", "efficiencylock: lock lost", `coordkit.efficiencylock.reason="` + why + `"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}
 	}
-}
-
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
 }

@@ -3,7 +3,6 @@ package failstatic_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,9 +13,7 @@ import (
 )
 
 func TestLiveSnapshotFollowsEtcd(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
+	_, cli, prefix := etcdPrefix(t)
 	put(t, cli, prefix+"a", "1")
 	put(t, cli, prefix+"b", "2")
 	put(t, cli, prefix[:len(prefix)-1]+"x", "outside") // a sibling, not under the prefix
@@ -57,8 +54,7 @@ func TestLiveSnapshotFollowsEtcd(t *testing.T) {
 }
 
 func TestSingleKey(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
+	cli := coordtest.Etcd(t).Client(t)
 	key := testPrefix(t) + "only"
 	cfg := baseConfig("")
 	cfg.Key = key
@@ -75,9 +71,7 @@ func TestSingleKey(t *testing.T) {
 }
 
 func TestRejectedSnapshotKeepsLastGood(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
+	_, cli, prefix := etcdPrefix(t)
 	put(t, cli, prefix+"a", "1")
 	c := mustNew(t, cli, baseConfig(prefix))
 	good := c.Get()
@@ -103,9 +97,7 @@ func TestRejectedSnapshotKeepsLastGood(t *testing.T) {
 }
 
 func TestNewWithoutValidSnapshotFails(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
+	_, cli, prefix := etcdPrefix(t)
 	put(t, cli, prefix+"a", "INVALID")
 	cfg := baseConfig(prefix)
 	cfg.InitialTimeout = 500 * time.Millisecond
@@ -116,9 +108,7 @@ func TestNewWithoutValidSnapshotFails(t *testing.T) {
 }
 
 func TestGetIsAllocationFree(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
+	_, cli, prefix := etcdPrefix(t)
 	put(t, cli, prefix+"a", "1")
 	c := mustNew(t, cli, baseConfig(prefix))
 	var sink failstatic.Snapshot[conf]
@@ -131,8 +121,7 @@ func TestGetIsAllocationFree(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
+	cli := coordtest.Etcd(t).Client(t)
 	ok := baseConfig("/tenants/x/config/")
 	cases := map[string]func(*failstatic.Config[conf]){
 		"neither key nor prefix": func(c *failstatic.Config[conf]) { c.Prefix = "" },
@@ -164,83 +153,37 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-func TestStartsFromDiskWhenEtcdDown(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
-	put(t, cli, prefix+"a", "1")
-	put(t, cli, prefix+"b", "2")
-	cfg := baseConfig(prefix)
-	cfg.StatePath = filepath.Join(t.TempDir(), "state")
-	c := mustNew(t, cli, cfg)
-	live := c.Get()
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
+// A Prefix under /tenants/ must name one whole tenant: "/tenants/t1" would also
+// watch tenant t10.
+func TestPrefixMustNameOneTenant(t *testing.T) {
+	cli := coordtest.Etcd(t).Client(t)
+	put(t, cli, "/tenants/t10/config/secret", "t10's")
+	for _, p := range []string{"/tenants/t1", "/tenants/", "/tenants", "/ten", "/", "/tenants/t1 /config/"} {
+		cfg := baseConfig(p)
+		cfg.InitialTimeout = time.Second
+		c, err := failstatic.New(context.Background(), cli, cfg)
+		var ce *failstatic.ConfigError
+		if err == nil {
+			leak := c.Get().Value["/tenants/t10/config/secret"]
+			c.Close()
+			t.Errorf("Prefix %q accepted (serving %q)", p, leak)
+			continue
+		}
+		if !errors.As(err, &ce) || ce.Field != "Prefix" || !errors.Is(err, failstatic.ErrInvalidConfig) {
+			t.Errorf("Prefix %q: %v, want a *ConfigError for Prefix", p, err)
+		}
 	}
-
-	// A client whose only endpoint is a blackhole: etcd "down".
-	proxy := coordtest.NewProxy(t, etcd.Endpoints[0][len("http://"):])
-	proxy.Blackhole()
-	down := coordtest.NewEtcdClient(t, proxy.URL())
-	start := time.Now()
-	c2 := mustNew(t, down, cfg)
-	took := time.Since(start)
-	s := c2.Get()
-	if s.Source != failstatic.SourceDisk || s.Revision != live.Revision || !equalConf(s.Value, live.Value) {
-		t.Fatalf("from disk: %+v, want %+v from disk", s, live)
-	}
-	t.Logf("cold start from disk with etcd blackholed took %v", took)
-
-	// The client really tried etcd through the hole (count the fault).
-	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "bytes dropped by the blackhole", func() bool { return proxy.Stats().DroppedBytes > 0 })
-	if c2.Get().Source != failstatic.SourceDisk {
-		t.Fatal("went live through a blackhole")
-	}
-	// When etcd comes back, the cache goes live.
-	proxy.Heal()
-	proxy.Cut()
-	put(t, cli, prefix+"c", "3")
-	coordtest.Until(t, 60*time.Second, 5*time.Millisecond, "cache to go live", func() bool {
-		s := c2.Get()
-		return s.Source == failstatic.SourceLive && s.Value[prefix+"c"] == "3"
-	})
-	if st := proxy.Stats(); st.Blackholes != 1 || st.DroppedBytes == 0 {
-		t.Fatalf("fault not injected: %+v", st)
-	}
-}
-
-func TestCorruptStateFileIgnored(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
-	put(t, cli, prefix+"a", "1")
-	cfg := baseConfig(prefix)
-	cfg.StatePath = filepath.Join(t.TempDir(), "state")
-	c := mustNew(t, cli, cfg)
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	flipByte(t, cfg.StatePath, -1)
-
-	// etcd up: the corrupt file is reported and the live snapshot served.
-	c2 := mustNew(t, cli, cfg)
-	var sfe *failstatic.StateFileError
-	if err := c2.Status().StateFileError; !errors.As(err, &sfe) || sfe.Reason != "checksum" {
-		t.Fatalf("StateFileError = %v, want checksum", err)
-	}
-	if c2.Get().Source != failstatic.SourceLive {
-		t.Fatal("not live")
-	}
-	c2.Close() // rewrites a good file
-	flipByte(t, cfg.StatePath, -1)
-
-	// etcd down: no snapshot, and the error says why.
-	proxy := coordtest.NewProxy(t, etcd.Endpoints[0][len("http://"):])
-	proxy.Blackhole()
-	down := coordtest.NewEtcdClient(t, proxy.URL())
-	cfg.InitialTimeout = 300 * time.Millisecond
-	_, err := failstatic.New(context.Background(), down, cfg)
-	if !errors.Is(err, failstatic.ErrNoSnapshot) || !errors.Is(err, failstatic.ErrCorruptState) {
-		t.Fatalf("New with corrupt file and etcd down: %v", err)
+	for _, p := range []string{"/tenants/t1/", "/tenants/t1/config/", "/tenants/t1/config/feature-", "/platform/flags"} {
+		cfg := baseConfig(p)
+		cfg.InitialTimeout = 5 * time.Second
+		c, err := failstatic.New(context.Background(), cli, cfg)
+		if err != nil {
+			t.Errorf("Prefix %q: %v, want it accepted", p, err)
+			continue
+		}
+		if v, ok := c.Get().Value["/tenants/t10/config/secret"]; ok {
+			t.Errorf("Prefix %q serves t10's key %q", p, v)
+		}
+		c.Close()
 	}
 }

@@ -2,8 +2,6 @@ package failstatic_test
 
 import (
 	"errors"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,24 +13,16 @@ import (
 // fake clock, then moves time past the class's MaxStaleness: that class fails
 // closed (Lookup and GetClass), everything else keeps serving.
 func TestKeyClassFailsClosedOnFakeClock(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
+	etcd, cli, prefix := etcdPrefix(t)
 	put(t, cli, prefix+"flags/a", "on")
 	put(t, cli, prefix+"revocations/r1", "revoked")
-	cfg := baseConfig(prefix)
-	cfg.StatePath = filepath.Join(t.TempDir(), "state")
-	first := mustNew(t, cli, cfg)
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := withState(t, cli, baseConfig(prefix))
 
-	proxy := coordtest.NewProxy(t, strings.TrimPrefix(etcd.Endpoints[0], "http://"))
-	proxy.Blackhole()
+	down, proxy := blackholed(t, etcd)
 	clock := coordtest.NewFakeClock(time.Now())
 	cfg.Clock = clock
 	cfg.Classes = []failstatic.KeyClass{{Name: "revocations", Prefix: "revocations/", MaxStaleness: 30 * time.Second}}
-	c := mustNew(t, coordtest.NewEtcdClient(t, proxy.URL()), cfg)
+	c := mustNew(t, down, cfg)
 	if s := c.Get(); s.Source != failstatic.SourceDisk {
 		t.Fatalf("source %v, want disk", s.Source)
 	}
@@ -60,6 +50,38 @@ func TestKeyClassFailsClosedOnFakeClock(t *testing.T) {
 	}
 	if _, err := c.GetClass("nope"); !errors.Is(err, failstatic.ErrNotFound) {
 		t.Fatalf("unknown class: %v", err)
+	}
+	if st := proxy.Stats(); st.Blackholes != 1 {
+		t.Fatalf("blackhole not injected: %+v", st)
+	}
+}
+
+// The wall clock went back across a restart: the state file says it was confirmed
+// 10 s in the future. That time cannot be trusted, so the snapshot's staleness is
+// unknown and a fail-closed class refuses it — it must never read as fresh.
+func TestFutureConfirmationTimeCountsAsStale(t *testing.T) {
+	etcd, cli, prefix := etcdPrefix(t)
+	put(t, cli, prefix+"revocations/r1", "revoked")
+	cfg := baseConfig(prefix)
+	// The process that wrote the file ran on a clock 10 s ahead of the next one.
+	cfg.Clock = coordtest.NewFakeClock(time.Now().Add(10 * time.Second))
+	cfg, _ = withState(t, cli, cfg)
+
+	down, proxy := blackholed(t, etcd)
+	cfg.Clock = nil // the system clock, now "behind" the file
+	cfg.Classes = []failstatic.KeyClass{{Name: "revocations", Prefix: "revocations/", MaxStaleness: 2 * time.Second}}
+	c := mustNew(t, down, cfg)
+	if s := c.Get(); s.Source != failstatic.SourceDisk {
+		t.Fatalf("source %v, want disk (etcd is blackholed)", s.Source)
+	}
+	if _, err := c.Lookup(prefix + "revocations/r1"); !errors.Is(err, failstatic.ErrStale) {
+		t.Fatalf("Lookup in a fail-closed class with a future confirmation time: %v, want ErrStale", err)
+	}
+	if _, err := c.GetClass("revocations"); !errors.Is(err, failstatic.ErrStale) {
+		t.Fatalf("GetClass: %v, want ErrStale", err)
+	}
+	if s := c.Staleness(); s < failstatic.UnknownStaleness {
+		t.Fatalf("Staleness() = %v, want at least UnknownStaleness", s)
 	}
 	if st := proxy.Stats(); st.Blackholes != 1 {
 		t.Fatalf("blackhole not injected: %+v", st)

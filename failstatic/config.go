@@ -1,6 +1,7 @@
 package failstatic
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -104,31 +105,17 @@ type Config[T any] struct {
 }
 
 func (c Config[T]) withDefaults() Config[T] {
-	if c.ProbeInterval == 0 {
-		c.ProbeInterval = DefaultProbeInterval
-	}
-	if c.ResetAfter == 0 {
-		c.ResetAfter = DefaultResetAfter
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.InitialTimeout == 0 {
-		c.InitialTimeout = DefaultInitialTimeout
-	}
-	if c.DiskFallbackAfter == 0 {
-		c.DiskFallbackAfter = DefaultDiskFallbackAfter
-	}
+	c.ProbeInterval = cmp.Or(c.ProbeInterval, DefaultProbeInterval)
+	c.ResetAfter = cmp.Or(c.ResetAfter, DefaultResetAfter)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
+	c.InitialTimeout = cmp.Or(c.InitialTimeout, DefaultInitialTimeout)
+	c.DiskFallbackAfter = cmp.Or(c.DiskFallbackAfter, DefaultDiskFallbackAfter)
 	if c.Validate == nil {
 		c.Validate = func(T) error { return nil }
 	}
 	c.Clock = coord.OrSystem(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/coordkit/coordkit/coord"
 	"github.com/coordkit/coordkit/failstatic"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 // conf is the T of the tests: the snapshot as a map of full key → value.
@@ -55,6 +57,23 @@ func testPrefix(t testing.TB) string {
 	return p
 }
 
+// etcdPrefix returns the test etcd, a client of it and a fresh tenant config
+// prefix.
+func etcdPrefix(t testing.TB) (*coordtest.EtcdServer, *clientv3.Client, string) {
+	t.Helper()
+	e := coordtest.Etcd(t)
+	return e, e.Client(t), testPrefix(t)
+}
+
+// blackholed returns a client whose only endpoint is a proxy of e that drops
+// everything (etcd "down"), and the proxy.
+func blackholed(t testing.TB, e *coordtest.EtcdServer) (*clientv3.Client, *coordtest.Proxy) {
+	t.Helper()
+	proxy := coordtest.NewProxy(t, strings.TrimPrefix(e.Endpoints[0], "http://"))
+	proxy.Blackhole()
+	return coordtest.NewEtcdClient(t, proxy.URL()), proxy
+}
+
 func quietLogger() *slog.Logger {
 	if os.Getenv("FAILSTATIC_VERBOSE") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -81,6 +100,19 @@ func mustNew(t testing.TB, cli *clientv3.Client, cfg failstatic.Config[conf]) *f
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// withState runs a cache of cfg on cli once, with a state file of the test's
+// own, and returns cfg with that StatePath and the snapshot the file holds.
+func withState(t testing.TB, cli *clientv3.Client, cfg failstatic.Config[conf]) (failstatic.Config[conf], failstatic.Snapshot[conf]) {
+	t.Helper()
+	cfg.StatePath = filepath.Join(t.TempDir(), "state")
+	c := mustNew(t, cli, cfg)
+	s := c.Get()
+	if err := c.Close(); err != nil { // writes what is pending
+		t.Fatal(err)
+	}
+	return cfg, s
 }
 
 func put(t testing.TB, cli *clientv3.Client, k, v string) int64 {

@@ -15,9 +15,7 @@ import (
 // TestMetrics checks that the staleness gauge and the rejection counter are
 // exported under the names in coord/telemetry.go, with the tenant attribute.
 func TestMetrics(t *testing.T) {
-	etcd := coordtest.Etcd(t)
-	cli := etcd.Client(t)
-	prefix := testPrefix(t)
+	_, cli, prefix := etcdPrefix(t)
 	put(t, cli, prefix+"a", "1")
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))

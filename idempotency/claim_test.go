@@ -280,9 +280,7 @@ func TestDoAfterWaitingRunsWithTheCallersLockTimeout(t *testing.T) {
 	if o.lockTimeout != "0" {
 		t.Fatalf("effect ran with lock_timeout %q, want the pool's \"0\"", o.lockTimeout)
 	}
-	if n := effectCount(t, db, key); n != 1 {
-		t.Fatalf("effects = %d, want 1", n)
-	}
+	wantEffects(t, db, key, 1)
 }
 
 // A writer that does not take the key's lock (here: a plain INSERT, as a phased

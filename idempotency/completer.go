@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -27,12 +28,8 @@ type CompleterConfig struct {
 }
 
 func (c CompleterConfig) withDefaults() CompleterConfig {
-	if c.Interval == 0 {
-		c.Interval = DefaultCompleterInterval
-	}
-	if c.Batch == 0 {
-		c.Batch = DefaultCompleterBatch
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultCompleterInterval)
+	c.Batch = cmp.Or(c.Batch, DefaultCompleterBatch)
 	return c
 }
 

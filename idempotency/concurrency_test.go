@@ -22,10 +22,7 @@ func TestStoreConcurrentDoAndDoTx(t *testing.T) {
 	rep := coordtest.NewResult(t, "concurrent Do and DoTx on one key", coordtest.Faults("duplicate calls on one key"))
 	defer coordtest.Report(t, rep)
 	const concurrent = 8 // the shared test pool has few connections; httpidem runs 50
-	rounds := 15
-	if full() {
-		rounds = 60
-	}
+	rounds := coordtest.Pick(15, 60)
 	s, db := newStore(t, idempotency.Config{WaitTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
 	var executed, replayed, inflight int
@@ -39,9 +36,7 @@ func TestStoreConcurrentDoAndDoTx(t *testing.T) {
 		var wg sync.WaitGroup
 		gate := make(chan struct{})
 		for i := range concurrent {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				<-gate
 				if i%2 == 0 {
 					r, err := s.Do(ctx, key, fp("a"), effect(key, "x"), nil)
@@ -56,7 +51,7 @@ func TestStoreConcurrentDoAndDoTx(t *testing.T) {
 				if outs[i].err == nil && err != nil {
 					outs[i].err = err
 				}
-			}()
+			})
 		}
 		close(gate)
 		coordtest.Wait(t, &wg, 60*time.Second, fmt.Sprintf("round %d: the concurrent Do and DoTx", round))
@@ -126,11 +121,7 @@ func TestPhasedLockLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := idempotency.Key{Scope: "acme", ID: "lost"}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx, key, fp("x"), op, nil)
-		errc <- err
-	}()
+	errc := goRun(ctx, s, key, op)
 	coordtest.Recv(t, entered, 30*time.Second, "the first run entering its external phase")
 	time.Sleep(400 * time.Millisecond)
 	if n, err := c.RunOnce(ctx); err != nil || n != 1 {

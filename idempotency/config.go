@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 
@@ -75,33 +76,15 @@ var (
 )
 
 func (c Config) withDefaults() Config {
-	if c.Table == "" {
-		c.Table = DefaultTable
-	}
-	if c.Retention == 0 {
-		c.Retention = DefaultRetention
-	}
-	if c.WaitTimeout == 0 {
-		c.WaitTimeout = DefaultWaitTimeout
-	}
-	if c.LockTimeout == 0 {
-		c.LockTimeout = DefaultLockTimeout
-	}
-	if c.MaxResponseBytes == 0 {
-		c.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = otel.GetTracerProvider()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Table = cmp.Or(c.Table, DefaultTable)
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.WaitTimeout = cmp.Or(c.WaitTimeout, DefaultWaitTimeout)
+	c.LockTimeout = cmp.Or(c.LockTimeout, DefaultLockTimeout)
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, DefaultMaxResponseBytes)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, DefaultMaxRequestBytes)
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.TracerProvider = cmp.Or(c.TracerProvider, otel.GetTracerProvider())
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"net/http"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/coordkit/coordkit/idempotency"
 )
@@ -41,5 +45,43 @@ func TestKeyGet(t *testing.T) {
 	}
 	if _, err := s.KeyGet(ctx, idempotency.Key{Scope: "acme", ID: "bad\x00"}); !errors.Is(err, idempotency.ErrInvalidKey) {
 		t.Fatalf("Inspect(invalid) = %v, want ErrInvalidKey", err)
+	}
+}
+
+// A replay returns the stored headers byte for byte, also values that are not
+// UTF-8 (obs-text such as a Latin-1 file name, which HTTP allows) or hold a NUL:
+// nothing is silently turned into U+FFFD on the way through the key table.
+func TestReplayKeepsHeaderBytes(t *testing.T) {
+	s, db := newStore(t, idempotency.Config{})
+	ctx := context.Background()
+	want := http.Header{
+		"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""},
+		"X-Raw":               {"nul\x00byte", "cut \xe2\x82"},
+		"Location":            {"/effects/ü"},
+		"X-\xff":              {"name not UTF-8"},
+	}
+	key := idempotency.Key{Scope: "acme", ID: "raw-header"}
+	for _, replay := range []bool{false, true} {
+		res, err := s.Do(ctx, key, fp("a"), func(ctx context.Context, tx pgx.Tx) (idempotency.Response, error) {
+			return idempotency.Response{Status: 200, Header: want, Body: []byte("x")}, nil
+		}, nil)
+		if err != nil || res.Replayed != replay {
+			t.Fatalf("Do (replay %v): %+v, %v", replay, res, err)
+		}
+		if !reflect.DeepEqual(res.Response.Header, want) {
+			t.Fatalf("Do (replay %v): header %q, want %q", replay, res.Response.Header, want)
+		}
+	}
+	// Headers that are UTF-8 throughout are stored as readable JSON.
+	plain := idempotency.Key{Scope: "acme", ID: "plain-header"}
+	if _, err := s.Do(ctx, plain, fp("a"), effect(plain, "x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := db.Pool.QueryRow(ctx, `SELECT convert_from(response_header, 'UTF8') FROM coord_idempotency_keys WHERE idem_key = $1`, plain.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != `{"Location":["/effects/plain-header"]}` {
+		t.Fatalf("stored header %q, want the JSON object", stored)
 	}
 }

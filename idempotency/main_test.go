@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -20,8 +21,6 @@ func TestMain(m *testing.M) {
 }
 
 // full reports whether the long trial counts were asked for (COORD_FULL=1).
-func full() bool { return coordtest.Full() }
-
 // newStore returns a migrated Store on a fresh schema plus an effects table:
 // effects(scope, key) counts how often an effect committed.
 func newStore(t testing.TB, cfg idempotency.Config) (*idempotency.Store, *coordtest.PostgresDB) {
@@ -48,7 +47,7 @@ func effect(key idempotency.Key, note string) idempotency.Func {
 		if err := tx.QueryRow(ctx, `INSERT INTO effects (scope, key, note) VALUES ($1, $2, $3) RETURNING id`, key.Scope, key.ID, note).Scan(&id); err != nil {
 			return idempotency.Response{}, err
 		}
-		return idempotency.Response{Status: 201, Header: map[string][]string{"Location": {"/effects/" + key.ID}}, Body: []byte(`{"id":` + itoa(id) + `,"note":"` + note + `"}`)}, nil
+		return idempotency.Response{Status: 201, Header: map[string][]string{"Location": {"/effects/" + key.ID}}, Body: []byte(`{"id":` + strconv.FormatInt(id, 10) + `,"note":"` + note + `"}`)}, nil
 	}
 }
 
@@ -61,16 +60,12 @@ func effectCount(t testing.TB, db *coordtest.PostgresDB, key idempotency.Key) in
 	return n
 }
 
-func itoa(n int64) string {
-	b := []byte{}
-	if n == 0 {
-		return "0"
+// wantEffects fails the test unless key has want effects rows.
+func wantEffects(t testing.TB, db *coordtest.PostgresDB, key idempotency.Key, want int) {
+	t.Helper()
+	if n := effectCount(t, db, key); n != want {
+		t.Fatalf("key %v: effects = %d, want %d", key, n, want)
 	}
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
 }
 
 // holdKey runs the first request for key in a transaction it leaves uncommitted

@@ -33,6 +33,17 @@ func blockingOp(calls *atomic.Int64, entered, release chan struct{}) *idempotenc
 	}}
 }
 
+// goRun runs op for key (fingerprint fp("x")) in a goroutine of its own and
+// returns the channel its error arrives on.
+func goRun(ctx context.Context, s *idempotency.Store, key idempotency.Key, op *idempotency.Operation) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Run(ctx, key, fp("x"), op, nil)
+		errc <- err
+	}()
+	return errc
+}
+
 // TestPhasedRunInFlightIsNotTakenOver: while a phased request holds a live lock
 // (inside its external call), a retry with the same key is told to come back
 // later; it never takes the key over nor calls the external system a second time.
@@ -43,11 +54,7 @@ func TestPhasedRunInFlightIsNotTakenOver(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	op := blockingOp(&calls, entered, release)
 	key := idempotency.Key{Scope: "acme", ID: "in-flight"}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx, key, fp("x"), op, nil)
-		errc <- err
-	}()
+	errc := goRun(ctx, s, key, op)
 	coordtest.Recv(t, entered, 30*time.Second, "the first run entering its external call")
 	_, err := s.Run(ctx, key, fp("x"), op, nil)
 	// A Do with the key is told when to come back: when the lock runs out (about

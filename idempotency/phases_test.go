@@ -118,10 +118,7 @@ func TestPhasedFailureResumesFromRecoveryPoint(t *testing.T) {
 func TestPhasedCrashIsFinished(t *testing.T) {
 	rep := coordtest.NewResult(t, "phased request: worker killed between phases", coordtest.Faults("worker SIGKILLed between phases"))
 	defer coordtest.Report(t, rep)
-	reps := 1
-	if full() {
-		reps = 5
-	}
+	reps := coordtest.Pick(1, 5)
 	s, db := newStore(t, idempotency.Config{LockTimeout: crashLock})
 	newOrders(t, db)
 	p, url := newPSP(t)

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -26,15 +27,9 @@ type PrunerConfig struct {
 }
 
 func (c PrunerConfig) withDefaults() PrunerConfig {
-	if c.Interval == 0 {
-		c.Interval = DefaultPruneInterval
-	}
-	if c.Batch == 0 {
-		c.Batch = DefaultPruneBatch
-	}
-	if c.MaxBatchesPerPass == 0 {
-		c.MaxBatchesPerPass = DefaultPruneMaxBatchesPerPass
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultPruneInterval)
+	c.Batch = cmp.Or(c.Batch, DefaultPruneBatch)
+	c.MaxBatchesPerPass = cmp.Or(c.MaxBatchesPerPass, DefaultPruneMaxBatchesPerPass)
 	return c
 }
 

@@ -90,7 +90,5 @@ func TestPrunerKeepsAKeyForRetentionAfterItCompleted(t *testing.T) {
 	if r, err := s.Run(ctx, key, fp("a"), op, nil); err != nil || !r.Replayed {
 		t.Fatalf("client's retry: %+v, %v; want the replay", r, err)
 	}
-	if n := effectCount(t, db, key); n != 1 {
-		t.Fatalf("%d effects, want 1", n)
-	}
+	wantEffects(t, db, key, 1)
 }

@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -34,15 +33,12 @@ type Querier = DBTX
 
 // component is the key table's versioned schema.
 func component(cfg Config) (pgschema.Component, error) {
-	ms, err := pgschema.Load(migrations, "migrations", map[string]string{
+	c := pgschema.Component{Owner: "idempotency", Kind: "idempotency", Schema: cfg.Schema, Name: cfg.Table}
+	return c.LoadMigrations(migrations, "migrations", map[string]string{
 		"table":         pgschema.Qualified(cfg.Schema, cfg.Table),
 		"created_idx":   pgschema.Quoted(cfg.Table + createdIdx.Suffix),
 		"abandoned_idx": pgschema.Quoted(cfg.Table + abandonedIdx.Suffix),
 	})
-	if err != nil {
-		return pgschema.Component{}, fmt.Errorf("idempotency: %w", err)
-	}
-	return pgschema.Component{Owner: "idempotency", Kind: "idempotency", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // Migrate brings the key table and its indexes to the newest schema version, in a

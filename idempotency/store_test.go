@@ -33,9 +33,7 @@ func TestDoOutcomes(t *testing.T) {
 		second.Response.Header.Get("Location") != "/effects/k-1" {
 		t.Fatalf("replay differs: %+v vs %+v", first.Response, second.Response)
 	}
-	if n := effectCount(t, db, key); n != 1 {
-		t.Fatalf("effects = %d, want 1", n)
-	}
+	wantEffects(t, db, key, 1)
 	_, err = s.Do(ctx, key, fp("b"), effect(key, "other"), nil)
 	var me *idempotency.MismatchError
 	if !errors.As(err, &me) || !errors.Is(err, idempotency.ErrMismatch) {
@@ -71,9 +69,7 @@ func TestDoAssumeNewStillReplays(t *testing.T) {
 	if _, err := s.Do(ctx, key, fp("b"), effect(key, "z"), o); !errors.Is(err, idempotency.ErrMismatch) {
 		t.Fatalf("mismatch: %v", err)
 	}
-	if n := effectCount(t, db, key); n != 1 {
-		t.Fatalf("effects = %d", n)
-	}
+	wantEffects(t, db, key, 1)
 }
 
 func TestDoEffectErrorRollsBackKey(t *testing.T) {
@@ -97,9 +93,7 @@ func TestDoEffectErrorRollsBackKey(t *testing.T) {
 	if err != nil || r.Replayed {
 		t.Fatalf("retry: %+v, %v", r, err)
 	}
-	if n := effectCount(t, db, key); n != 1 {
-		t.Fatalf("effects = %d, want 1", n)
-	}
+	wantEffects(t, db, key, 1)
 }
 
 func TestDoTxJoinsCallerTransaction(t *testing.T) {
@@ -139,9 +133,7 @@ func TestDoTxJoinsCallerTransaction(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := effectCount(t, db, key); n != 1 {
-		t.Fatalf("effects = %d", n)
-	}
+	wantEffects(t, db, key, 1)
 	// A replay inside a transaction.
 	tx, err = db.Pool.Begin(ctx)
 	if err != nil {
@@ -339,11 +331,5 @@ func TestDoConnectionClosedBeforeCommitIsKnown(t *testing.T) {
 	if err == nil || errors.Is(err, idempotency.ErrCommitUnknown) {
 		t.Fatalf("Do whose connection closed before COMMIT = %v, want a definite failure, not ErrCommitUnknown", err)
 	}
-	if n := effectCount(t, db, key); n != 0 {
-		t.Fatalf("%d effects committed on a connection closed before COMMIT", n)
-	}
-	res, err := s.Do(context.Background(), key, fp("a"), effect(key, "retry"), nil)
-	if err != nil || res.Replayed {
-		t.Fatalf("retry: %+v, %v, want the effect run", res, err)
-	}
+	failedBeforeCommit(t, s, db, key, "on a connection closed before COMMIT")
 }

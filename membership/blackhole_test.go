@@ -29,7 +29,7 @@ func fleetOf(t testing.TB, endpoints []string, tenant, service string, n, per in
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = s.Close(context.Background()) })
+			atEnd(t, s.Close)
 			sessions = append(sessions, s)
 		}
 		r, err := sessions[len(sessions)-1].Register(ctx, membership.Config{Tenant: tenant, Service: service, Instance: fmt.Sprintf("i%05d", i)})

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"log/slog"
 	"reflect"
 	"time"
@@ -114,34 +115,20 @@ type Config struct {
 // withDefaults returns a copy of c with every zero field set from the
 // Default… constants (KeepaliveTimeout from TTL).
 func (c SessionConfig) withDefaults() SessionConfig {
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	if c.KeepaliveTimeout == 0 {
 		c.KeepaliveTimeout = c.TTL / 6
 	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.Backoff.Base == 0 {
-		c.Backoff.Base = DefaultBackoffBase
-	}
-	if c.Backoff.Cap == 0 {
-		c.Backoff.Cap = DefaultBackoffCap
-	}
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
+	c.Backoff.Base = cmp.Or(c.Backoff.Base, DefaultBackoffBase)
+	c.Backoff.Cap = cmp.Or(c.Backoff.Cap, DefaultBackoffCap)
 	if c.Quotas == nil {
 		c.Quotas = coord.NewQuotas(coord.QuotaConfig{})
 	}
 	c.Clock = coord.OrSystem(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = otel.GetTracerProvider()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.TracerProvider = cmp.Or(c.TracerProvider, otel.GetTracerProvider())
 	return c
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,26 +16,10 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// logBuffer keeps a logger's output, to print for a failing instance only.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+// bufferLogger logs into b at Debug and above: an instance's output, to
+// print for a failing instance only.
+func bufferLogger(b *coordtest.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // quiet is a logger for tests with many instances.
@@ -106,12 +89,33 @@ func register(t testing.TB, cli *clientv3.Client, cfg membership.Config) *member
 	if err != nil {
 		t.Fatalf("Register %s/%s: %v", cfg.Service, cfg.Instance, err)
 	}
+	atEnd(t, r.Deregister)
+	return r
+}
+
+// sharedSession opens a Session of cfg on cli (with a test logger) and closes
+// it when the test ends.
+func sharedSession(t testing.TB, cli *clientv3.Client, cfg membership.SessionConfig) *membership.Session {
+	t.Helper()
+	cfg.Logger = coordtest.Logger(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := membership.NewSession(ctx, cli, cfg)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	atEnd(t, s.Close)
+	return s
+}
+
+// atEnd calls stop (a Deregister, a Close) with a 5 s context when the test
+// ends; its error is not the test's concern any more.
+func atEnd(t testing.TB, stop func(context.Context) error) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = r.Deregister(ctx)
+		_ = stop(ctx)
 	})
-	return r
 }
 
 // watch starts a watcher closed when the test ends.

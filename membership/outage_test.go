@@ -122,14 +122,14 @@ func runOutage(t *testing.T, res *coordtest.Result, cluster *coordtest.EtcdClust
 	regs := make([]*membership.Registration, n)
 	ms := make([]*metrics, n)
 	clis := make([]*clientv3.Client, n)
-	logs := make([]*logBuffer, n)
+	logs := make([]*coordtest.Buffer, n)
 	for i := range regs {
 		ms[i] = newMetrics(t)
 		clis[i] = coordtest.NewEtcdClient(t, eps...)
-		logs[i] = &logBuffer{}
+		logs[i] = &coordtest.Buffer{}
 		regs[i] = register(t, clis[i], membership.Config{
 			Tenant: tenant, Service: "api", Instance: fmt.Sprintf("i%03d", i), Addr: fmt.Sprintf("10.0.%d.%d:80", i/250, i%250),
-			SessionConfig: membership.SessionConfig{TTL: ttl, Logger: logs[i].logger(), MeterProvider: ms[i]},
+			SessionConfig: membership.SessionConfig{TTL: ttl, Logger: bufferLogger(logs[i]), MeterProvider: ms[i]},
 		})
 	}
 	defer func() {

@@ -77,22 +77,6 @@ func faultyClient(t *testing.T, e *coordtest.EtcdServer, f *faults) *clientv3.Cl
 	return cli
 }
 
-func sharedSession(t *testing.T, cli *clientv3.Client, cfg membership.SessionConfig) *membership.Session {
-	cfg.Logger = coordtest.Logger(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := membership.NewSession(ctx, cli, cfg)
-	if err != nil {
-		t.Fatalf("NewSession: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-	})
-	return s
-}
-
 // TestRegisterWithALostReplyLeavesNoKey: on a shared Session (whose lease stays
 // alive) the first put of a registration is applied by etcd but its reply is
 // lost. Register fails, and removes the key it may have written: an instance
@@ -163,7 +147,7 @@ func TestUpdateFindsTheKeyLostBeforeTheWatch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	t.Cleanup(func() { _ = r.Deregister(context.Background()) })
+	atEnd(t, r.Deregister)
 	// An Update that its guard lets through is no loss.
 	if err := r.Update(ctx, map[string]string{"v": "0"}); err != nil {
 		t.Fatalf("Update of a registered key: %v", err)

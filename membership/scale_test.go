@@ -70,7 +70,7 @@ func TestManyRegistrationsOneTenant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = s.Close(context.Background()) })
+		atEnd(t, s.Close)
 		sessions[i] = s
 	}
 	puts := make([]time.Duration, n)
@@ -99,13 +99,7 @@ func TestManyRegistrationsOneTenant(t *testing.T) {
 		t.FailNow()
 	}
 	regTook := time.Since(start)
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("watchers did not see every registration within 60 s")
-	}
+	coordtest.Wait(t, &wg, 60*time.Second, "the watchers seeing every registration")
 	var fan []time.Duration
 	for _, s := range seens {
 		for i := range n {

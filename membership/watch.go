@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,31 +70,15 @@ type WatchConfig struct {
 // withDefaults returns a copy of c with every zero field set from the
 // Default… constants.
 func (c WatchConfig) withDefaults() WatchConfig {
-	if c.ProbeInterval == 0 {
-		c.ProbeInterval = DefaultProbeInterval
-	}
-	if c.StaleAfter == 0 {
-		c.StaleAfter = DefaultStaleAfter
-	}
-	if c.ResetAfter == 0 {
-		c.ResetAfter = DefaultResetAfter
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = DefaultReadTimeout
-	}
-	if c.Backoff.Base == 0 {
-		c.Backoff.Base = DefaultBackoffBase
-	}
-	if c.Backoff.Cap == 0 {
-		c.Backoff.Cap = DefaultWatchBackoffCap
-	}
+	c.ProbeInterval = cmp.Or(c.ProbeInterval, DefaultProbeInterval)
+	c.StaleAfter = cmp.Or(c.StaleAfter, DefaultStaleAfter)
+	c.ResetAfter = cmp.Or(c.ResetAfter, DefaultResetAfter)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, DefaultReadTimeout)
+	c.Backoff.Base = cmp.Or(c.Backoff.Base, DefaultBackoffBase)
+	c.Backoff.Cap = cmp.Or(c.Backoff.Cap, DefaultWatchBackoffCap)
 	c.Clock = coord.OrSystem(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
 	return c
 }
 

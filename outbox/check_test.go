@@ -37,10 +37,7 @@ func TestRelayStartsByCheckingThePublisher(t *testing.T) {
 			log := &logged{}
 			db, ob := setup(t, outbox.Config{Table: "ob_check", PollInterval: 20 * time.Millisecond, Logger: slog.New(log)})
 			rec := newRecorder()
-			r, err := ob.NewRelay(db.Pool, checked{rec, tc.err})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRelay(t, ob, db.Pool, checked{rec, tc.err})
 			if errors.Is(tc.err, outbox.ErrNoDestination) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()

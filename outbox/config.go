@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -118,51 +119,21 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Table == "" {
-		c.Table = DefaultTable
-	}
-	if c.DeadLetterTable == "" {
-		c.DeadLetterTable = c.Table + deadLetterTable.Suffix
-	}
-	if c.Channel == "" {
-		c.Channel = c.Table + readyChannel.Suffix
-	}
-	if c.MaxPayloadBytes == 0 {
-		c.MaxPayloadBytes = DefaultMaxPayloadBytes
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = DefaultPublishTimeout
-	}
-	if c.Retention == 0 {
-		c.Retention = DefaultRetention
-	}
-	if c.PruneInterval == 0 {
-		c.PruneInterval = DefaultPruneInterval
-	}
-	if c.PruneBatch == 0 {
-		c.PruneBatch = DefaultPruneBatch
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.Propagator == nil {
-		c.Propagator = otel.GetTextMapPropagator()
-	}
+	c.Table = cmp.Or(c.Table, DefaultTable)
+	c.DeadLetterTable = cmp.Or(c.DeadLetterTable, c.Table+deadLetterTable.Suffix)
+	c.Channel = cmp.Or(c.Channel, c.Table+readyChannel.Suffix)
+	c.MaxPayloadBytes = cmp.Or(c.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, DefaultPublishTimeout)
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.PruneInterval = cmp.Or(c.PruneInterval, DefaultPruneInterval)
+	c.PruneBatch = cmp.Or(c.PruneBatch, DefaultPruneBatch)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.Propagator = cmp.Or(c.Propagator, otel.GetTextMapPropagator())
 	return c
 }
 

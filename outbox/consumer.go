@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,15 +56,9 @@ type ConsumerConfig[M any] struct {
 }
 
 func (c ConsumerConfig[M]) withDefaults() ConsumerConfig[M] {
-	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = DefaultMaxDeliveries
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
+	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, DefaultMaxDeliveries)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
 	return c
 }
 

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,13 +20,30 @@ import (
 func newOutbox(t *testing.T, db *pgxpool.Pool, cfg outbox.Config) *outbox.Outbox {
 	t.Helper()
 	ob, err := outbox.New(cfg)
+	migrate(t, db, ob, err)
+	return ob
+}
+
+// newInbox is an inbox of cfg, its table migrated in db.
+func newInbox(t *testing.T, db *pgxpool.Pool, cfg outbox.InboxConfig) *outbox.Inbox {
+	t.Helper()
+	in, err := outbox.NewInbox(cfg)
+	migrate(t, db, in, err)
+	return in
+}
+
+// migrate fails the test on err, from the constructor of m, or when m's tables
+// do not migrate in db.
+func migrate(t *testing.T, db *pgxpool.Pool, m interface {
+	Migrate(context.Context, outbox.Beginner) error
+}, err error) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ob.Migrate(context.Background(), db); err != nil {
+	if err := m.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
-	return ob
 }
 
 func setup(t *testing.T, cfg outbox.Config) (*coordtest.PostgresDB, *outbox.Outbox) {
@@ -37,6 +55,15 @@ func setup(t *testing.T, cfg outbox.Config) (*coordtest.PostgresDB, *outbox.Outb
 // ev is event n of key k; its payload is "k:n".
 func ev(k string, n int) outbox.Event {
 	return outbox.Event{Topic: "test", Key: k, Type: "test.event", Payload: []byte(k + ":" + strconv.Itoa(n))}
+}
+
+// evs is events 0 to n-1 of key k.
+func evs(k string, n int) []outbox.Event {
+	es := make([]outbox.Event, n)
+	for i := range es {
+		es[i] = ev(k, i)
+	}
+	return es
 }
 
 func parse(m outbox.Message) (string, int) {
@@ -165,13 +192,11 @@ func runRelays(t *testing.T, rs ...*outbox.Relay) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, r := range rs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := r.Run(ctx); err != nil {
 				t.Errorf("relay: %v", err)
 			}
-		}()
+		})
 	}
 	stopped := false
 	stop := func() {
@@ -183,4 +208,60 @@ func runRelays(t *testing.T, rs ...*outbox.Relay) func() {
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// newRelay is ob's relay over db, publishing through pub.
+func newRelay(t *testing.T, ob *outbox.Outbox, db *pgxpool.Pool, pub outbox.Publisher) *outbox.Relay {
+	t.Helper()
+	r, err := ob.NewRelay(db, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// force fixes how r claims: mode "keyed" (outbox.ForceKeyed) or "solo".
+func force(r *outbox.Relay, mode string) {
+	if mode == "keyed" {
+		outbox.ForceKeyed(r)
+	} else {
+		outbox.ForceSolo(r)
+	}
+}
+
+// logged keeps every record a relay logs: its message and attributes.
+type logged struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logged) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logged) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logged) WithGroup(string) slog.Handler            { return l }
+func (l *logged) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.recs = append(l.recs, r.Clone())
+	l.mu.Unlock()
+	return nil
+}
+
+// with returns the value of attribute attr of each record logged as msg.
+func (l *logged) with(msg, attr string) []slog.Value {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var vs []slog.Value
+	for _, r := range l.recs {
+		if r.Message != msg {
+			continue
+		}
+		v := slog.Value{}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == attr {
+				v = a.Value
+			}
+			return true
+		})
+		vs = append(vs, v)
+	}
+	return vs
 }

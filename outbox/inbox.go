@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -57,18 +58,10 @@ type Inbox struct {
 var consumerName = regexp.MustCompile(`^[\x21-\x7e]{1,200}$`)
 
 func (c InboxConfig) withDefaults() InboxConfig {
-	if c.Table == "" {
-		c.Table = DefaultInboxTable
-	}
-	if c.Retention == 0 {
-		c.Retention = DefaultInboxRetention
-	}
-	if c.PruneBatch == 0 {
-		c.PruneBatch = DefaultInboxPruneBatch
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
+	c.Table = cmp.Or(c.Table, DefaultInboxTable)
+	c.Retention = cmp.Or(c.Retention, DefaultInboxRetention)
+	c.PruneBatch = cmp.Or(c.PruneBatch, DefaultInboxPruneBatch)
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
 	return c
 }
 

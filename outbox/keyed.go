@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -49,9 +50,7 @@ const (
 )
 
 func (c KeyedConfig) withDefaults() KeyedConfig {
-	if c.Lanes == 0 {
-		c.Lanes = DefaultKeyedLanes
-	}
+	c.Lanes = cmp.Or(c.Lanes, DefaultKeyedLanes)
 	if c.SendBatch != nil && c.Admit == nil {
 		c.Admit = func(Message, *Message) (Admission, error) { return AdmitJoin, nil }
 	}

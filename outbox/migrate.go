@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,7 +15,8 @@ var migrations embed.FS
 // outboxComponent is the versioned schema of the outbox table and its
 // dead-letter table.
 func outboxComponent(cfg Config) (pgschema.Component, error) {
-	ms, err := pgschema.Load(migrations, "migrations/outbox", map[string]string{
+	c := pgschema.Component{Owner: "outbox", Kind: "outbox", Schema: cfg.Schema, Name: cfg.Table}
+	return c.LoadMigrations(migrations, "migrations/outbox", map[string]string{
 		"table":             pgschema.Qualified(cfg.Schema, cfg.Table),
 		"dead":              pgschema.Qualified(cfg.Schema, cfg.DeadLetterTable),
 		"idx_pending":       pgschema.Quoted(cfg.Table + pendingIdx.Suffix),
@@ -27,22 +27,15 @@ func outboxComponent(cfg Config) (pgschema.Component, error) {
 		"idx_dead_seq":      pgschema.Quoted(cfg.DeadLetterTable + seqIdx.Suffix),
 		"idx_dead_key_time": pgschema.Quoted(cfg.DeadLetterTable + keyTimeIdx.Suffix),
 	})
-	if err != nil {
-		return pgschema.Component{}, fmt.Errorf("outbox: %w", err)
-	}
-	return pgschema.Component{Owner: "outbox", Kind: "outbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // inboxComponent is the versioned schema of the inbox table.
 func inboxComponent(cfg InboxConfig) (pgschema.Component, error) {
-	ms, err := pgschema.Load(migrations, "migrations/inbox", map[string]string{
+	c := pgschema.Component{Owner: "outbox", Kind: "inbox", Schema: cfg.Schema, Name: cfg.Table}
+	return c.LoadMigrations(migrations, "migrations/inbox", map[string]string{
 		"table":         pgschema.Qualified(cfg.Schema, cfg.Table),
 		"idx_processed": pgschema.Quoted(cfg.Table + processedIdx.Suffix),
 	})
-	if err != nil {
-		return pgschema.Component{}, fmt.Errorf("outbox: inbox: %w", err)
-	}
-	return pgschema.Component{Owner: "outbox", Kind: "inbox", Schema: cfg.Schema, Name: cfg.Table, Migrations: ms}, nil
 }
 
 // Migrate brings the outbox and dead-letter tables and their indexes to the newest

@@ -47,7 +47,7 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 			rec.delay = 2 * time.Millisecond
 			var relays []*outbox.Relay
 			for i := range 4 {
-				r, _ := ob.NewRelay(db.Pool, rec)
+				r := newRelay(t, ob, db.Pool, rec)
 				if c.mode == "solo+keyed" {
 					if i == 0 {
 						outbox.ForceSolo(r)
@@ -63,9 +63,7 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 			next := make([]int, keys)
 			var nmu sync.Mutex
 			for p := range producers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for i := 0; i < keys*perKey/producers; i++ {
 						// pick a key and take its next number inside the transaction,
 						// which (with the per-key enqueue lock) fixes the order
@@ -95,7 +93,7 @@ func TestPerKeyOrderWithSeveralRelays(t *testing.T) {
 							return
 						}
 					}
-				}()
+				})
 			}
 			coordtest.Wait(t, &wg, 120*time.Second, "the producers")
 			coordtest.Until(t, 90*time.Second, 20*time.Millisecond, "all published", func() bool {

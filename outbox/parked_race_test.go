@@ -35,8 +35,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	distinctBuckets(t, db, raced, other)
-	hooked, gate := gatedTryLock(t, ctx, db, raced)
+	hooked, gate := gatedTryLock(t, ctx, db, raced, other)
 
 	// In seq order: the other key first (relay 1 locks it before it reaches the
 	// raced key), then the raced key's two events.
@@ -44,13 +43,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 	enqueue(t, db.Pool, ob, ev(raced, 0), ev(raced, 1))
 
 	rec1 := newRecorder()
-	r1, err := ob.NewRelay(hooked, rec1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outbox.ForceKeyed(r1) // the race is in the keyed claim
-	runRelays(t, r1)
-	gate.waitForAWaiter("relay 1's locking scan to wait at the raced key")
+	r1 := gate.runKeyed(ob, hooked, rec1)
 
 	// Relay 2 claims the raced key (relay 1 holds the other), fails it and parks
 	// its head; the follower is not an attempt of its own.
@@ -61,10 +54,7 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 		}
 		return errors.New("broker refuses it")
 	}
-	r2, err := ob.NewRelay(db.Pool, rec2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := newRelay(t, ob, db.Pool, rec2)
 	stop2 := runRelays(t, r2)
 	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "relay 2 to park the raced key", func() bool {
 		return count(t, db.Pool, `SELECT count(*) FROM ob_parked WHERE aggregateid = $1`, raced) == 1
@@ -89,13 +79,12 @@ func TestKeyParkedDuringTheLockingScanIsNotClaimed(t *testing.T) {
 // fails, as if another relay held it for that instant (later tries are real),
 // and the sequence whose last_value counts the tries of key's bucket: the
 // test's proof that the race happened. (Buckets: hashtext(key) & 63, see
-// outbox's claim.go; the test's keys must not share one: distinctBuckets.)
-func firstTryLockFails(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string) (hooked *pgxpool.Pool, calls string) {
+// outbox's claim.go; the test's other keys must not share key's one:
+// distinctBuckets.)
+func firstTryLockFails(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string, others ...string) (hooked *pgxpool.Pool, calls string) {
 	t.Helper()
-	calls = fmt.Sprintf("try_calls_%d", rand.Uint32())
-	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+calls); err != nil {
-		t.Fatal(err)
-	}
+	distinctBuckets(t, db, append([]string{key}, others...)...)
+	calls = newSequence(t, ctx, db, "try_calls")
 	return hookedTryLock(t, ctx, db, fmt.Sprintf(`
 			IF key = (pg_catalog.hashtext('%s') & 63) AND nextval('%s') = 1 THEN
 				RETURN false;
@@ -104,9 +93,11 @@ func firstTryLockFails(t *testing.T, ctx context.Context, db *coordtest.Postgres
 
 // gatedTryLock returns a pool whose relays, trying the bucket lock of key,
 // wait there until the gate opens: the hook takes, shared, a lock the gate's
-// connection holds. The gate opens when the test ends, if not before.
-func gatedTryLock(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string) (*pgxpool.Pool, *tryLockGate) {
+// connection holds. The gate opens when the test ends, if not before. The test's
+// other keys must not share key's bucket (distinctBuckets).
+func gatedTryLock(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, key string, others ...string) (*pgxpool.Pool, *tryLockGate) {
 	t.Helper()
+	distinctBuckets(t, db, append([]string{key}, others...)...)
 	hook := rand.Int32()
 	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
 			IF key = (pg_catalog.hashtext('%s') & 63) THEN
@@ -142,6 +133,18 @@ func (g *tryLockGate) waitForAWaiter(what string) {
 	coordtest.Until(g.t, 20*time.Second, 20*time.Millisecond, what, func() bool {
 		return count(g.t, g.db.Pool, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, pid) > 0
 	})
+}
+
+// runKeyed runs relay 1 of the race: ob's relay over the gated pool hooked,
+// keyed (the race is in the keyed claim), and waits until its locking scan waits
+// at the gate.
+func (g *tryLockGate) runKeyed(ob *outbox.Outbox, hooked *pgxpool.Pool, pub outbox.Publisher) *outbox.Relay {
+	g.t.Helper()
+	r := newRelay(g.t, ob, hooked, pub)
+	outbox.ForceKeyed(r)
+	runRelays(g.t, r)
+	g.waitForAWaiter("relay 1's locking scan to wait at the raced key")
+	return r
 }
 
 // open lets the waiting relays go on; later calls do nothing.
@@ -188,5 +191,43 @@ func distinctBuckets(t *testing.T, db *coordtest.PostgresDB, keys ...string) {
 	t.Helper()
 	if n := count(t, db.Pool, `SELECT count(DISTINCT hashtext(k) & 63) FROM unnest($1::text[]) k`, keys); n != len(keys) {
 		t.Fatalf("keys %q share a bucket: rename one", keys)
+	}
+}
+
+// TestKeySkippedAtItsHeadIsClaimedFromItsHead: a keyed relay meets a key's head
+// while another relay holds the key's bucket (the try-lock fails: the batch
+// passes the bucket over and claims another key), then locks the bucket in its
+// next batch, after the other relay let go without publishing (its batch rolled
+// back). The claim must read that key from its head, or it publishes event 1
+// before event 0.
+//
+// The failed try-lock is forced inside PostgreSQL: the relay's connections
+// resolve pg_try_advisory_xact_lock to a function in the test's schema (search
+// path "<schema>, pg_catalog") that answers false to the first call for the raced
+// key's bucket, as if another relay held it, and defers to pg_catalog after that.
+func TestKeySkippedAtItsHeadIsClaimedFromItsHead(t *testing.T) {
+	const raced, other = "race-skipped", "race-other"
+	db := coordtest.Postgres(t)
+	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), PollInterval: 20 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	hooked, calls := firstTryLockFails(t, ctx, db, raced, other)
+
+	// In seq order: the raced key's head, the other key, the raced key's next.
+	enqueue(t, db.Pool, ob, ev(raced, 0))
+	enqueue(t, db.Pool, ob, ev(other, 0))
+	enqueue(t, db.Pool, ob, ev(raced, 1))
+
+	rec := newRecorder()
+	r := newRelay(t, ob, hooked, rec)
+	outbox.ForceKeyed(r) // the race is in the keyed claim
+	runRelays(t, r)
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the relay to publish all three events", func() bool {
+		return rec.published(raced) == 1 && rec.published(other) == 0
+	})
+	rec.check(t)
+	if n := lastValue(t, db, calls); n < 2 {
+		t.Fatalf("the raced key was try-locked %d times: the race did not happen", n)
 	}
 }

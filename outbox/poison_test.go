@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/coordkit/coordkit/coord"
@@ -87,6 +88,40 @@ func (p *countingPublisher) keyAttempts(k string) int {
 	return p.perKey[k]
 }
 
+// waitGood waits until every event of good, poisonBatch's events of the good
+// keys, was published.
+func (p *countingPublisher) waitGood(t *testing.T, good []outbox.ID) {
+	t.Helper()
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "every other event published", func() bool {
+		once, _ := p.published(good)
+		return once == len(good)
+	})
+}
+
+// goodOnce fails the test unless every event of good was published exactly once.
+func (p *countingPublisher) goodOnce(t *testing.T, good []outbox.ID) {
+	t.Helper()
+	if once, more := p.published(good); once != len(good) || more != 0 {
+		t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
+	}
+}
+
+// waitPoisonParked waits until ob's dead-letter table holds one event, the
+// poison key's head, and returns it; the poison key attempted more than
+// maxAttempts times meanwhile fails the test: that would mean what tooMany says.
+func (p *countingPublisher) waitPoisonParked(t *testing.T, ob *outbox.Outbox, db *pgxpool.Pool, maxAttempts int, tooMany string) []outbox.ParkedEvent {
+	t.Helper()
+	var parked []outbox.ParkedEvent
+	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the poison head parked", func() bool {
+		if got := p.keyAttempts("poison"); got > maxAttempts {
+			t.Fatalf("poison key attempted %d times, MaxAttempts is %d: %s", got, maxAttempts, tooMany)
+		}
+		parked, _ = ob.Parked(context.Background(), db, 10)
+		return len(parked) == 1
+	})
+	return parked
+}
+
 // A publisher error the relay must still be able to record: NUL bytes, invalid
 // UTF-8, a megabyte of (multi-byte) text, a rune straddling the relay's cut. On
 // the old code PostgreSQL rejected the last_error write (SQLSTATE 22021), the
@@ -106,31 +141,12 @@ func TestPoisonErrorTextParksAndOthersFlowOnce(t *testing.T) {
 			const maxAttempts = 2
 			db, ob := setup(t, outbox.Config{Table: "ob", MaxAttempts: maxAttempts, PollInterval: 20 * time.Millisecond,
 				Backoff: coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}})
-			pub := newCountingPublisher(map[string]error{"poison": errors.New(text)})
-			var es []outbox.Event
-			for n := range 10 {
-				es = append(es, ev("poison", n), ev(fmt.Sprintf("good%d", n%4), n/4))
-			}
-			ids := enqueue(t, db.Pool, ob, es...)
-			var good []outbox.ID
-			for i, e := range es {
-				if e.Key != "poison" {
-					good = append(good, ids[i])
-				}
-			}
-			r, _ := ob.NewRelay(db.Pool, pub)
+			pub, good := poisonBatch(t, db, ob, 10, errors.New(text))
+			r := newRelay(t, ob, db.Pool, pub)
 			runRelays(t, r)
-			ctx := context.Background()
-			var parked []outbox.ParkedEvent
-			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the poison head parked", func() bool {
-				if got := pub.keyAttempts("poison"); got > maxAttempts {
-					t.Fatalf("poison key attempted %d times, MaxAttempts is %d: its batch rolled back and was republished", got, maxAttempts)
-				}
-				parked, _ = ob.Parked(ctx, db.Pool, 10)
-				return len(parked) == 1
-			})
-			if parked[0].ID != ids[0] {
-				t.Fatalf("parked %s, want the poison head %s", parked[0].ID, ids[0])
+			parked := pub.waitPoisonParked(t, ob, db.Pool, maxAttempts, "its batch rolled back and was republished")
+			if p := string(parked[0].Payload); p != "poison:0" {
+				t.Fatalf("parked %s (payload %q), want the poison head, poison:0", parked[0].ID, p)
 			}
 			if got := pub.keyAttempts("poison"); got != maxAttempts {
 				t.Fatalf("poison key attempted %d times, want exactly MaxAttempts = %d (a batch rolled back and was republished)", got, maxAttempts)
@@ -142,13 +158,8 @@ func TestPoisonErrorTextParksAndOthersFlowOnce(t *testing.T) {
 			// The relay keeps going: a later event of another key is published.
 			late := enqueue(t, db.Pool, ob, ev("late", 0))
 			good = append(good, late...)
-			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "every other event published", func() bool {
-				once, _ := pub.published(good)
-				return once == len(good)
-			})
-			if once, more := pub.published(good); once != len(good) || more != 0 {
-				t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
-			}
+			pub.waitGood(t, good)
+			pub.goodOnce(t, good)
 			// (the batch that published the last of them may still be committing)
 			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the other keys' events marked", func() bool {
 				return count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NULL AND aggregateid <> 'poison'`) == 0
@@ -173,26 +184,14 @@ func TestFailureToRecordAFailureStillCountsAndMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub, good := poisonBatch(t, db, ob, 10, errors.New("unrecordable broker error"))
-	r, _ := ob.NewRelay(db.Pool, pub)
+	r := newRelay(t, ob, db.Pool, pub)
 	runRelays(t, r)
-	var parked []outbox.ParkedEvent
-	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the poison head parked", func() bool {
-		if got := pub.keyAttempts("poison"); got > maxAttempts {
-			t.Fatalf("poison key attempted %d times, MaxAttempts is %d: the failure was not counted", got, maxAttempts)
-		}
-		parked, _ = ob.Parked(ctx, db.Pool, 10)
-		return len(parked) == 1
-	})
+	parked := pub.waitPoisonParked(t, ob, db.Pool, maxAttempts, "the failure was not counted")
 	if got := pub.keyAttempts("poison"); got != maxAttempts {
 		t.Fatalf("poison key attempted %d times, want MaxAttempts = %d", got, maxAttempts)
 	}
-	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "every other event published", func() bool {
-		once, _ := pub.published(good)
-		return once == len(good)
-	})
-	if once, more := pub.published(good); once != len(good) || more != 0 {
-		t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
-	}
+	pub.waitGood(t, good)
+	pub.goodOnce(t, good)
 	t.Logf("parked after %d attempts, last_error %q", parked[0].Attempts, parked[0].LastError)
 }
 
@@ -208,16 +207,11 @@ func TestFailureToParkStillCountsAndMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub, good := poisonBatch(t, db, ob, 10, errors.New("broker rejects this key"))
-	r, _ := ob.NewRelay(db.Pool, pub)
+	r := newRelay(t, ob, db.Pool, pub)
 	runRelays(t, r)
-	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "every other event published", func() bool {
-		once, _ := pub.published(good)
-		return once == len(good)
-	})
+	pub.waitGood(t, good)
 	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "park attempted and refused twice", func() bool { return pub.keyAttempts("poison") >= maxAttempts+2 })
-	if once, more := pub.published(good); once != len(good) || more != 0 {
-		t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
-	}
+	pub.goodOnce(t, good)
 	// Every attempt is counted in the row, so the head backs off instead of being
 	// republished at once (allow one attempt in flight). The relay keeps going:
 	// compare a row read between two equal readings of the publisher's count.

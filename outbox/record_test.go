@@ -26,19 +26,14 @@ func TestFailureCountRefusedStillCommitsTheMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub, good := poisonBatch(t, db, ob, 6, errors.New("broker rejects this key"))
-	r, err := ob.NewRelay(db.Pool, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRelay(t, ob, db.Pool, pub)
 	stop := runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the other keys' events marked", func() bool {
 		return count(t, db.Pool, `SELECT count(*) FROM ob WHERE published_at IS NULL AND aggregateid <> 'poison'`) == 0
 	})
 	// The poison head, never counted, is published again at once: stop it.
 	stop()
-	if once, more := pub.published(good); once != len(good) || more != 0 {
-		t.Fatalf("other keys: %d published once, %d more than once, of %d", once, more, len(good))
-	}
+	pub.goodOnce(t, good)
 	if n := len(log.with("outbox relay: could not count publish failures; committing the marks alone", "err")); n < 1 {
 		t.Fatal("the refused failure count was not logged")
 	}
@@ -69,10 +64,7 @@ func TestFailureRecordRefusedAtCommitIsReportedWithItsCause(t *testing.T) {
 			}
 			pub := newCountingPublisher(map[string]error{"poison": errors.New("unrecordable broker error")})
 			enqueue(t, db.Pool, ob, ev("poison", 0), ev("good", 0))
-			r, err := ob.NewRelay(db.Pool, pub)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRelay(t, ob, db.Pool, pub)
 			stop := runRelays(t, r)
 			const failed = "outbox relay: batch failed, retrying"
 			coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "a failed batch", func() bool { return len(log.with(failed, "err")) >= 1 })

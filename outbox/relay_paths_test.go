@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,16 @@ func (b *batchSizes) batches() []int {
 	return append([]int(nil), b.sizes...)
 }
 
+// newSequence creates a sequence called prefix_<random> and returns its name.
+func newSequence(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, prefix string) string {
+	t.Helper()
+	seq := fmt.Sprintf("%s_%d", prefix, rand.Uint32())
+	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+seq); err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
 // lastValue reads how many times a sequence was advanced (0 before its first nextval).
 func lastValue(t *testing.T, db *coordtest.PostgresDB, seq string) int {
 	t.Helper()
@@ -68,10 +79,7 @@ func TestRelayWarnsOnlyWhenAPruneFails(t *testing.T) {
 				}
 			}
 			rec := newRecorder()
-			r, err := ob.NewRelay(db.Pool, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRelay(t, ob, db.Pool, rec)
 			runRelays(t, r)
 			enqueue(t, db.Pool, ob, ev("k", 0), ev("k", 1))
 			coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the events published", func() bool { return rec.published("k") == 1 })
@@ -103,15 +111,8 @@ func TestClaimIsCutToTheBatchSize(t *testing.T) {
 				enqueue(t, db.Pool, ob, ev("cut-a", n), ev("cut-b", n))
 			}
 			pub := &batchSizes{recorder: newRecorder()}
-			r, err := ob.NewRelay(db.Pool, pub)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if mode == "keyed" {
-				outbox.ForceKeyed(r)
-			} else {
-				outbox.ForceSolo(r)
-			}
+			r := newRelay(t, ob, db.Pool, pub)
+			force(r, mode)
 			runRelays(t, r)
 			coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "all eight events published", func() bool {
 				return pub.published("cut-a") == 3 && pub.published("cut-b") == 3
@@ -149,8 +150,7 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	distinctBuckets(t, db, raced, other)
-	hooked, gate := gatedTryLock(t, ctx, db, raced)
+	hooked, gate := gatedTryLock(t, ctx, db, raced, other)
 
 	// In seq order: relay 1 locks other:0, then waits at raced:0; after the
 	// gate it locks raced:0, raced:1 and other:1 (its key already held).
@@ -159,22 +159,13 @@ func TestKeyFailedDuringTheLockingScanIsNotClaimedBeforeItsRetry(t *testing.T) {
 	enqueue(t, db.Pool, ob1, ev(other, 1))
 
 	pub1 := &batchSizes{recorder: newRecorder()}
-	r1, err := ob1.NewRelay(hooked, pub1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outbox.ForceKeyed(r1) // the race is in the keyed claim
-	runRelays(t, r1)
-	gate.waitForAWaiter("relay 1's locking scan to wait at the raced key")
+	gate.runKeyed(ob1, hooked, pub1)
 
 	// Relay 2 can lock only the raced key (relay 1 holds the other); it fails
 	// the head, which now waits an hour for its retry.
 	rec2 := newRecorder()
 	rec2.fail = func(outbox.Message) error { return errors.New("broker refuses it") }
-	r2, err := ob2.NewRelay(db.Pool, rec2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := newRelay(t, ob2, db.Pool, rec2)
 	stop2 := runRelays(t, r2)
 	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "relay 2 to fail the raced key's head", func() bool {
 		return count(t, db.Pool, `SELECT count(*) FROM ob WHERE aggregateid = $1 AND attempts = 1`, raced) == 1
@@ -219,10 +210,7 @@ func TestMessagePublishedPastItsKeysFailureIsNotMarked(t *testing.T) {
 		}
 		return errs
 	})
-	r, err := ob.NewRelay(db.Pool, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRelay(t, ob, db.Pool, pub)
 	stop := runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the batch committed", func() bool {
 		s := r.Stats()
@@ -288,10 +276,7 @@ func TestOldestAgeGaugeSeesAPendingEvent(t *testing.T) {
 	enqueue(t, db.Pool, ob, ev("k", 0))
 	rec := newRecorder()
 	rec.fail = func(outbox.Message) error { return errors.New("broker refuses it") }
-	r, err := ob.NewRelay(db.Pool, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRelay(t, ob, db.Pool, rec)
 	runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the oldest-age gauge above 0", func() bool {
 		return r.Stats().Failures >= 1 && tm.gauge(t, "coordkit.outbox.oldest_unpublished.age") > 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -24,10 +25,7 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	db := coordtest.Postgres(t)
 	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), PollInterval: time.Minute})
 	rec := newRecorder()
-	r, err := ob.NewRelay(db.Pool, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRelay(t, ob, db.Pool, rec)
 	runRelays(t, r)
 	time.Sleep(500 * time.Millisecond) // listener up, first pass done
 	enqueue(t, db.Pool, ob, ev("a", 0), ev("a", 1))
@@ -43,7 +41,7 @@ func TestRelayPollingFallback(t *testing.T) {
 	db := coordtest.Postgres(t)
 	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), DisableNotify: true, PollInterval: 50 * time.Millisecond})
 	rec := newRecorder()
-	r, _ := ob.NewRelay(db.Pool, rec)
+	r := newRelay(t, ob, db.Pool, rec)
 	runRelays(t, r)
 	enqueue(t, db.Pool, ob, ev("a", 0))
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "published by polling", func() bool { return rec.published("a") == 0 })
@@ -67,8 +65,8 @@ func TestPoisonKeyParksOnlyItsKey(t *testing.T) {
 		}
 		return nil
 	}
-	r1, _ := ob.NewRelay(db.Pool, rec)
-	r2, _ := ob.NewRelay(db.Pool, rec)
+	r1 := newRelay(t, ob, db.Pool, rec)
+	r2 := newRelay(t, ob, db.Pool, rec)
 	runRelays(t, r1, r2)
 	var es []outbox.Event
 	for n := range 20 {
@@ -127,12 +125,8 @@ func TestGracefulShutdownFinishesBatch(t *testing.T) {
 	db, ob := setup(t, outbox.Config{Table: "ob", BatchSize: 50})
 	rec := newRecorder()
 	rec.delay = 300 * time.Millisecond
-	r, _ := ob.NewRelay(db.Pool, rec)
-	var es []outbox.Event
-	for n := range 120 {
-		es = append(es, ev("k", n))
-	}
-	enqueue(t, db.Pool, ob, es...)
+	r := newRelay(t, ob, db.Pool, rec)
+	enqueue(t, db.Pool, ob, evs("k", 120)...)
 	stop := runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "a batch in flight", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.calls > 0 })
 	stop()
@@ -141,7 +135,7 @@ func TestGracefulShutdownFinishesBatch(t *testing.T) {
 	if published == 0 || marked != published {
 		t.Fatalf("publisher saw %d, marked %d", published, marked)
 	}
-	r2, _ := ob.NewRelay(db.Pool, rec)
+	r2 := newRelay(t, ob, db.Pool, rec)
 	runRelays(t, r2)
 	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "rest published", func() bool { return rec.published("k") == 119 })
 	rec.check(t)
@@ -151,12 +145,8 @@ func TestGracefulShutdownFinishesBatch(t *testing.T) {
 func TestPruneInBoundedBatches(t *testing.T) {
 	db, ob := setup(t, outbox.Config{Table: "ob", Retention: time.Millisecond, PruneBatch: 7, PruneInterval: time.Hour})
 	rec := newRecorder()
-	r, _ := ob.NewRelay(db.Pool, rec)
-	var es []outbox.Event
-	for n := range 30 {
-		es = append(es, ev("k", n))
-	}
-	enqueue(t, db.Pool, ob, es...)
+	r := newRelay(t, ob, db.Pool, rec)
+	enqueue(t, db.Pool, ob, evs("k", 30)...)
 	stop := runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "published", func() bool { return rec.published("k") == 29 })
 	stop()
@@ -186,13 +176,9 @@ func TestRetryBacklogDoesNotStallOtherKeys(t *testing.T) {
 		}
 		return nil
 	}
-	var es []outbox.Event
-	for n := range 20 {
-		es = append(es, ev("slow", n))
-	}
-	enqueue(t, db.Pool, ob, es...)
+	enqueue(t, db.Pool, ob, evs("slow", 20)...)
 	enqueue(t, db.Pool, ob, ev("good", 0), ev("good", 1))
-	r, _ := ob.NewRelay(db.Pool, rec)
+	r := newRelay(t, ob, db.Pool, rec)
 	runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the slow key's head to fail once", func() bool { return r.Stats().Failures >= 1 })
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "good key flows while slow waits for its retry", func() bool { return rec.published("good") == 1 })
@@ -224,7 +210,7 @@ func TestOnlyTheHeadOfAFailingKeyParks(t *testing.T) {
 	db, ob := setup(t, outbox.Config{Table: "ob", MaxAttempts: 2, PollInterval: 20 * time.Millisecond,
 		Backoff: coord.Backoff{Base: time.Millisecond, Cap: 2 * time.Millisecond}})
 	enqueue(t, db.Pool, ob, ev("bad", 0), ev("bad", 1), ev("bad", 2))
-	r, _ := ob.NewRelay(db.Pool, allFail{key: "bad"})
+	r := newRelay(t, ob, db.Pool, allFail{key: "bad"})
 	stop := runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the head parked", func() bool { return r.Stats().Parked >= 1 })
 	stop()
@@ -282,7 +268,7 @@ func TestUnattemptedMessagesAreNotAttempts(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	r, _ := ob.NewRelay(db.Pool, pub)
+	r := newRelay(t, ob, db.Pool, pub)
 	runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "a and b published", func() bool {
 		mu.Lock()
@@ -291,5 +277,38 @@ func TestUnattemptedMessagesAreNotAttempts(t *testing.T) {
 	})
 	if got := r.Stats().Parked; got != 1 {
 		t.Fatalf("parked %d events, want 1 (the one that hung)", got)
+	}
+}
+
+// A relay whose batches fail on the database (here: its table renamed away)
+// keeps running, backs off with a growing streak (0, 1, 2, …, so the backoff
+// grows), counts each failure in Stats().DBErrors, and publishes once the table
+// is back.
+func TestRelayRetriesDatabaseErrorsWithGrowingBackoff(t *testing.T) {
+	log := &logged{}
+	const failed = "outbox relay: batch failed, retrying"
+	db, ob := setup(t, outbox.Config{Table: "ob_dberr", PollInterval: 20 * time.Millisecond, Logger: slog.New(log),
+		Backoff: coord.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond}})
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `ALTER TABLE ob_dberr RENAME TO ob_dberr_away`); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	r := newRelay(t, ob, db.Pool, rec)
+	runRelays(t, r)
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "three failed batches", func() bool { return len(log.with(failed, "streak")) >= 3 })
+	if _, err := db.Pool.Exec(ctx, `ALTER TABLE ob_dberr_away RENAME TO ob_dberr`); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, db.Pool, ob, ev("k", 1))
+	coordtest.Until(t, 30*time.Second, 20*time.Millisecond, "the event published after the table came back", func() bool { return rec.published("k") == 1 })
+	got := log.with(failed, "streak")
+	for i := range 3 {
+		if got[i].Int64() != int64(i) {
+			t.Fatalf("streaks of the failed batches %v, want 0, 1, 2, …", got)
+		}
+	}
+	if st := r.Stats(); st.DBErrors < 3 {
+		t.Fatalf("Stats().DBErrors = %d after %d logged failures, want ≥ 3", st.DBErrors, len(got))
 	}
 }

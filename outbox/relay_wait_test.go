@@ -3,7 +3,6 @@ package outbox_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -24,21 +23,13 @@ func TestRelayFacingHeldKeysBacksOff(t *testing.T) {
 	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), DisableNotify: true, PollInterval: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	scans := fmt.Sprintf("idle_scans_%d", rand.Uint32())
-	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+scans); err != nil {
-		t.Fatal(err)
-	}
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			PERFORM nextval('%s');
+	hooked, scans := countedTryLock(t, ctx, db, "idle_scans", `
 			IF key = (pg_catalog.hashtext('held') & 63) THEN
 				RETURN false;
-			END IF;`, scans))
+			END IF;`)
 	enqueue(t, db.Pool, ob, ev("held", 0))
 	rec := newRecorder()
-	r, err := ob.NewRelay(hooked, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRelay(t, ob, hooked, rec)
 	outbox.ForceKeyed(r) // key locks: a solo relay takes none
 	runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the relay's first locking scan", func() bool { return lastValue(t, db, scans) >= 1 })
@@ -53,12 +44,7 @@ func TestRelayFacingHeldKeysBacksOff(t *testing.T) {
 	if n := lastValue(t, db, scans) - first; n > 10 {
 		t.Fatalf("%d more locking scans in the next second: the relay facing a held key spins (want at most one per 128 ms)", n)
 	}
-	rec.mu.Lock()
-	calls := rec.calls
-	rec.mu.Unlock()
-	if s := r.Stats(); calls != 0 || s.Batches != 0 {
-		t.Fatalf("publisher called %d times, %d batches, for empty claims", calls, s.Batches)
-	}
+	noEmptyBatches(t, rec, r)
 }
 
 // An idle relay alone (nothing pending, no NOTIFY) makes an empty claim and then
@@ -70,17 +56,9 @@ func TestIdleRelayWaitsForItsPollInterval(t *testing.T) {
 	ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), DisableNotify: true, PollInterval: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	claims := fmt.Sprintf("idle_claims_%d", rand.Uint32())
-	if _, err := db.Pool.Exec(ctx, `CREATE SEQUENCE `+claims); err != nil {
-		t.Fatal(err)
-	}
-	hooked := hookedTryLock(t, ctx, db, fmt.Sprintf(`
-			PERFORM nextval('%s');`, claims))
+	hooked, claims := countedTryLock(t, ctx, db, "idle_claims", "")
 	rec := newRecorder()
-	r, err := ob.NewRelay(hooked, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRelay(t, ob, hooked, rec)
 	runRelays(t, r)
 	coordtest.Until(t, 10*time.Second, 20*time.Millisecond, "the relay's first claim", func() bool { return lastValue(t, db, claims) >= 1 })
 	time.Sleep(500 * time.Millisecond)
@@ -88,12 +66,7 @@ func TestIdleRelayWaitsForItsPollInterval(t *testing.T) {
 	if n := lastValue(t, db, claims); n > 3 {
 		t.Fatalf("%d claims in 0.5 s with a one-minute poll interval: the idle relay spins", n)
 	}
-	rec.mu.Lock()
-	calls := rec.calls
-	rec.mu.Unlock()
-	if s := r.Stats(); calls != 0 || s.Batches != 0 {
-		t.Fatalf("publisher called %d times, %d batches, for empty claims", calls, s.Batches)
-	}
+	noEmptyBatches(t, rec, r)
 }
 
 // A relay alone claims solo; once a second relay runs beside it, both claim
@@ -122,7 +95,7 @@ func TestRelaysClaimSoloAloneAndKeyedTogether(t *testing.T) {
 		}
 	}()
 	rec := newRecorder()
-	r1, _ := ob.NewRelay(db.Pool, rec)
+	r1 := newRelay(t, ob, db.Pool, rec)
 	outbox.SetSoloPause(r1, 500*time.Millisecond)
 	runRelays(t, r1)
 	// since(r) counts r's solo and keyed batches from now on.
@@ -182,14 +155,33 @@ func TestRelayOnAOneConnectionPoolDrainsABacklog(t *testing.T) {
 	defer pool.Close()
 	rec := newRecorder()
 	rec.delay = 5 * time.Millisecond // 300 batches: about 2 s, past the first look around
-	r, err := ob.NewRelay(pool, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRelay(t, ob, pool, rec)
 	stop := runRelays(t, r)
 	coordtest.Until(t, 60*time.Second, 20*time.Millisecond, "the backlog published on a one-connection pool", func() bool {
 		return r.Stats().Published == events
 	})
 	stop()
 	rec.check(t)
+}
+
+// countedTryLock is hookedTryLock with body run after a nextval of a sequence
+// of its own (prefix_<random>), whose name it returns: lastValue of it counts the
+// try-locks.
+func countedTryLock(t *testing.T, ctx context.Context, db *coordtest.PostgresDB, prefix, body string) (hooked *pgxpool.Pool, tries string) {
+	t.Helper()
+	tries = newSequence(t, ctx, db, prefix)
+	return hookedTryLock(t, ctx, db, fmt.Sprintf(`
+			PERFORM nextval('%s');`, tries)+body), tries
+}
+
+// noEmptyBatches fails the test if r called rec, or counted a batch, for its
+// empty claims.
+func noEmptyBatches(t *testing.T, rec *recorder, r *outbox.Relay) {
+	t.Helper()
+	rec.mu.Lock()
+	calls := rec.calls
+	rec.mu.Unlock()
+	if s := r.Stats(); calls != 0 || s.Batches != 0 {
+		t.Fatalf("publisher called %d times, %d batches, for empty claims", calls, s.Batches)
+	}
 }

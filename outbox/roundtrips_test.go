@@ -25,10 +25,7 @@ func TestRoundTripsOfARelayBatch(t *testing.T) {
 			ob := newOutbox(t, db.Pool, outbox.Config{Table: "ob", Channel: ownChannel(db), BatchSize: 10, PollInterval: time.Minute})
 			pool, rt := db.CountingPool(t, 4)
 			rec := newRecorder()
-			r, err := ob.NewRelay(pool, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRelay(t, ob, pool, rec)
 			if mode == "keyed" {
 				outbox.ForceKeyed(r)
 			}

@@ -34,7 +34,7 @@ func TestStatusAndLockParked(t *testing.T) {
 	}
 
 	pub := newCountingPublisher(map[string]error{"poison": errors.New("broker refused")})
-	r, _ := ob.NewRelay(db.Pool, pub)
+	r := newRelay(t, ob, db.Pool, pub)
 	stop := runRelays(t, r)
 	coordtest.Until(t, 20*time.Second, 20*time.Millisecond, "the poison head parked and good published", func() bool {
 		once, _ := pub.published(ids[2:])

@@ -21,12 +21,7 @@ import (
 // backoff, retries at the speed of etcd: a write storm on the tenant).
 func TestFailedAcquireBacksOff(t *testing.T) {
 	const window = 6 * time.Second
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: 1, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: 1})
 	prefix := "/tenants/" + tenant + "/elections/" + ownership.LeaseName("orders", 0) + "/"
 	actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -81,12 +76,7 @@ func TestFailedAcquireBacksOff(t *testing.T) {
 // slot until the fallback of a third of the session's TTL (here 3 s each).
 func TestQueuedKeyFreesTheAcquisitionSlot(t *testing.T) {
 	const p = 4
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, MaxAcquiring: 1, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, MaxAcquiring: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	holder := newSession(t, cli, tenant)
@@ -95,15 +85,7 @@ func TestQueuedKeyFreesTheAcquisitionSlot(t *testing.T) {
 			t.Fatalf("Acquire of partition %d outside the group: %v", i, err)
 		}
 	}
-	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: tenant, TTL: 9 * time.Second, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatalf("NewSession: %v", err)
-	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		_ = s.Close(cctx)
-	})
+	s := ownership.NewTestSession(t, cli, tenant, 9*time.Second)
 	start := time.Now()
 	m, err := g.Join(ctx, s, nil)
 	if err != nil {

@@ -33,21 +33,6 @@ func (c *ceilings) first(k int) []time.Duration {
 	return slices.Clone(c.cs[:min(k, len(c.cs))])
 }
 
-func internalSession(t *testing.T, cli *clientv3.Client, tenant string) *correctnesslease.Session {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: tenant, TTL: 3 * time.Second, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatalf("NewSession: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-	})
-	return s
-}
-
 // joinAcking joins a member that acknowledges every revoke at once.
 func joinAcking(t *testing.T, g *Group, s *correctnesslease.Session) *Member {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -82,13 +67,13 @@ func TestAcquireRetriesBackOffFromTheFirstCeiling(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	holder, err := correctnesslease.Acquire(ctx, internalSession(t, cli, tenant), LeaseName("orders", 0))
+	holder, err := correctnesslease.Acquire(ctx, NewTestSession(t, cli, tenant, 3*time.Second), LeaseName("orders", 0))
 	if err != nil {
 		t.Fatalf("Acquire outside the group: %v", err)
 	}
 	prefix := "/tenants/" + tenant + "/elections/" + LeaseName("orders", 0) + "/"
 	wch := cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(holder.Token().Revision()+1))
-	joinAcking(t, g, internalSession(t, cli, tenant))
+	joinAcking(t, g, NewTestSession(t, cli, tenant, 3*time.Second))
 	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
 	for len(c.first(len(want))) < len(want) {
 		wr, ok := <-wch
@@ -124,7 +109,7 @@ func TestReleaseRetriesAfterAThirdOfTheTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := joinAcking(t, g, internalSession(t, cli, tenant))
+	m := joinAcking(t, g, NewTestSession(t, cli, tenant, 3*time.Second))
 	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "the partition held", func() bool { return len(m.Owned()) == 1 })
 	defer clk.Advance(time.Hour) // the quota refilled: the release and Close go through
 	for {

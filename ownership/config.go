@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"cmp"
 	"log/slog"
 	"strconv"
 	"time"
@@ -87,24 +88,14 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.MaxAcquiring == 0 {
-		c.MaxAcquiring = DefaultMaxAcquiring
-	}
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	c.MaxAcquiring = cmp.Or(c.MaxAcquiring, DefaultMaxAcquiring)
 	if c.Quotas == nil {
 		c.Quotas = coord.NewQuotas(coord.QuotaConfig{})
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = otel.GetTracerProvider()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.TracerProvider = cmp.Or(c.TracerProvider, otel.GetTracerProvider())
 	return c
 }
 

@@ -17,12 +17,7 @@ import (
 // the new owner would acquire within milliseconds).
 func TestDrainTimeout(t *testing.T) {
 	const p, drain = 2, time.Second
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: drain, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, DrainTimeout: drain})
 	a := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
 	a.noAck.Store(true)
@@ -43,12 +38,7 @@ func TestDrainTimeout(t *testing.T) {
 // Close, and returns the context's error; the other member takes over.
 func TestLeaveDeadline(t *testing.T) {
 	const p = 2
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, DrainTimeout: time.Minute})
 	a := join(t, g, cli, tenant, 0)
 	b := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: 1, b: 1})
@@ -60,14 +50,7 @@ func TestLeaveDeadline(t *testing.T) {
 	}
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p}) // well before the minute of DrainTimeout
 	coordtest.Recv(t, b.doneCh(), 5*time.Second, "Events closed after a Leave past its deadline")
-	var rev []ownership.Reason
-	b.mu.Lock()
-	for _, ev := range b.events {
-		if ev.Kind == ownership.Revoked {
-			rev = append(rev, ev.Reason)
-		}
-	}
-	b.mu.Unlock()
+	rev := b.revokes()
 	if len(rev) != 1 || rev[0] != ownership.ReasonLeave {
 		t.Fatalf("revokes %v, want one leave", rev)
 	}
@@ -80,12 +63,7 @@ func TestLeaveDeadline(t *testing.T) {
 // partition's own context passed every other test.)
 func TestRevokedPartitionIsNotValidWhileDraining(t *testing.T) {
 	const p = 2
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, DrainTimeout: time.Minute})
 	a := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
 	a.noAck.Store(true)

@@ -18,12 +18,7 @@ import (
 // Then the joiner leaves: everything goes back, by the same handoff.
 func TestJoinAndLeaveHandoff(t *testing.T) {
 	const p = 8
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: 2 * time.Second, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, DrainTimeout: 2 * time.Second})
 	a := join(t, g, cli, tenant, 20*time.Millisecond)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
 	tokens := map[int]int64{}
@@ -102,11 +97,7 @@ func TestJoinAndLeaveHandoff(t *testing.T) {
 	if err := b.m.Leave(ctx); err != nil {
 		t.Fatalf("Leave: %v", err)
 	}
-	select {
-	case <-b.done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Events not closed after Leave")
-	}
+	coordtest.Recv(t, b.doneCh(), 5*time.Second, "Events closed after Leave")
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -19,21 +19,24 @@ import (
 
 const testTTL = 3 * time.Second
 
-// newSession opens a correctnesslease session closed when the test ends.
+// newSession opens a correctnesslease session of testTTL closed when the test
+// ends.
 func newSession(t testing.TB, cli *clientv3.Client, tenant string) *correctnesslease.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: tenant, TTL: testTTL, Logger: coordtest.Logger(t)})
+	return ownership.NewTestSession(t, cli, tenant, testTTL)
+}
+
+// newGroup creates the group "orders" of the test's own tenant on the test
+// etcd, with cfg's other fields and a logger into the test.
+func newGroup(t testing.TB, cfg ownership.Config) (*ownership.Group, *clientv3.Client, string) {
+	t.Helper()
+	cli := coordtest.Etcd(t).Client(t)
+	cfg.Tenant, cfg.Group, cfg.Logger = coordtest.Tenant(t), "orders", coordtest.Logger(t)
+	g, err := ownership.New(cli, cfg)
 	if err != nil {
-		t.Fatalf("NewSession: %v", err)
+		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-	})
-	return s
+	return g, cli, cfg.Tenant
 }
 
 // node is one member under test, with the log of its events.
@@ -85,6 +88,19 @@ func join(t testing.TB, g *ownership.Group, cli *clientv3.Client, tenant string,
 		<-n.done
 	})
 	return n
+}
+
+// revokes returns the reasons of n's Revoked events, in order.
+func (n *node) revokes() []ownership.Reason {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var rs []ownership.Reason
+	for _, ev := range n.events {
+		if ev.Kind == ownership.Revoked {
+			rs = append(rs, ev.Reason)
+		}
+	}
+	return rs
 }
 
 // owned returns the IDs of the partitions m holds.

@@ -2,13 +2,13 @@ package ownership_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/coordkit/coordkit/correctnesslease"
 	"github.com/coordkit/coordkit/ownership"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -34,11 +34,7 @@ func TestShortBlackholeChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := correctnesslease.NewSession(ctx, pcli, correctnesslease.Config{Tenant: tenant, TTL: ttl, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	s := ownership.NewTestSession(t, pcli, tenant, ttl)
 	m, err := g.Join(ctx, s, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -94,12 +90,7 @@ func TestShortBlackholeChangesNothing(t *testing.T) {
 // partition, it acquires it again with a newer token.
 func TestPartitionKeyDeleted(t *testing.T) {
 	const p = 2
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p})
 	a := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
 	old := a.m.Owned()[0]
@@ -113,16 +104,36 @@ func TestPartitionKeyDeleted(t *testing.T) {
 	if old.Context().Err() == nil || old.Valid() {
 		t.Fatal("the old partition's context is live after its key was deleted")
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var reasons []ownership.Reason
-	for _, ev := range a.events {
-		if ev.Kind == ownership.Revoked {
-			reasons = append(reasons, ev.Reason)
-		}
-	}
-	if len(reasons) != 1 || reasons[0] != ownership.ReasonKeyLost {
+	if reasons := a.revokes(); len(reasons) != 1 || reasons[0] != ownership.ReasonKeyLost {
 		t.Fatalf("revoke reasons %v, want [key_lost]", reasons)
+	}
+}
+
+// TestTargetDeletedRevokesForNobody: the group's target key is deleted (an
+// operator, a restore). With no target nothing is this member's: every held
+// partition is revoked with a *RevokedError naming no new owner (To ""), the
+// target is written again and the partitions acquired again. Reading the new
+// owner out of a target that has no partitions must not crash the member.
+func TestTargetDeletedRevokesForNobody(t *testing.T) {
+	const p = 2
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p})
+	a := join(t, g, cli, tenant, 0)
+	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
+	old := a.m.Owned()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cli.Delete(ctx, "/tenants/"+tenant+"/ownership/orders/target"); err != nil {
+		t.Fatal(err)
+	}
+	coordtest.Until(t, 10*time.Second, 5*time.Millisecond, "both partitions held again with newer tokens", func() bool {
+		now := a.m.Owned()
+		return len(now) == p && now[0].Token().Revision() > old[0].Token().Revision() && now[1].Token().Revision() > old[1].Token().Revision()
+	})
+	for _, q := range old {
+		var rev *ownership.RevokedError
+		if cause := context.Cause(q.Context()); !errors.As(cause, &rev) || rev.To != "" || rev.Partition != q.ID() {
+			t.Fatalf("partition %d revoked with cause %v, want a *RevokedError for no new owner", q.ID(), cause)
+		}
 	}
 }
 
@@ -131,12 +142,7 @@ func TestPartitionKeyDeleted(t *testing.T) {
 // keeps working: events beyond the buffer are dropped and counted, and Owned
 // is current (the latest token).
 func TestEventsNeverBlock(t *testing.T) {
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: 1, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: 1})
 	ctx := context.Background()
 	s := newSession(t, cli, tenant)
 	m, err := g.Join(ctx, s, nil)

@@ -16,23 +16,12 @@ import (
 // leaver on a leave and all of them to the joiner on a join.
 func TestRebalanceBound(t *testing.T) {
 	p, n := coordtest.Pick(24, 1000), coordtest.Pick(4, 10)
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p})
 	var live []*node
 	revokes := func() map[*node]int {
 		out := map[*node]int{}
 		for _, x := range live {
-			x.mu.Lock()
-			for _, ev := range x.events {
-				if ev.Kind == ownership.Revoked {
-					out[x]++
-				}
-			}
-			x.mu.Unlock()
+			out[x] = len(x.revokes())
 		}
 		return out
 	}

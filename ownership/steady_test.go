@@ -17,12 +17,7 @@ import (
 // the three session leases — one lease, one keepalive stream, per member.
 func TestSteadyStateWritesNothing(t *testing.T) {
 	const p = 12
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p})
 	var ns []*node
 	want := map[*node]int{}
 	for range 3 {
@@ -70,12 +65,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 // holds them well before the closed member's TTL could have expired.
 func TestCloseHandsOverWithoutTTL(t *testing.T) {
 	const p = 6
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, DrainTimeout: time.Minute, Logger: coordtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, DrainTimeout: time.Minute})
 	a := join(t, g, cli, tenant, 0)
 	b := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p / 2, b: p / 2})
@@ -87,11 +77,9 @@ func TestCloseHandsOverWithoutTTL(t *testing.T) {
 	waitOwned(t, p, testTTL/2, map[*node]int{b: p})
 	t.Logf("the survivor held every partition %v after Close", time.Since(start).Round(time.Millisecond))
 	coordtest.Recv(t, a.doneCh(), 5*time.Second, "Events closed after Close")
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	closed := 0
-	for _, ev := range a.events {
-		if ev.Kind == ownership.Revoked && ev.Reason == ownership.ReasonClosed {
+	for _, r := range a.revokes() {
+		if r == ownership.ReasonClosed {
 			closed++
 		}
 	}

@@ -19,14 +19,9 @@ import (
 // happened through a join and a Close.
 func TestMetrics(t *testing.T) {
 	const p = 6
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
 	rd := newReader(t)
 	reader := rd.r
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Logger: coordtest.Logger(t), MeterProvider: rd.mp})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, MeterProvider: rd.mp})
 	a := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 10*time.Second, map[*node]int{a: p})
 	of := func(n *node) attribute.KeyValue { return attribute.String("coordkit.ownership.member", n.m.ID()) }
@@ -112,15 +107,9 @@ func collect(t testing.TB, r *sdkmetric.ManualReader, name string, match ...attr
 // counted in coordkit.ownership.quota_delayed.
 func TestWritesPacedByTheTenantQuota(t *testing.T) {
 	const p = 60
-	cli := coordtest.Etcd(t).Client(t)
-	tenant := coordtest.Tenant(t)
 	rd := newReader(t)
-	q := coord.NewQuotas(coord.QuotaConfig{Overrides: map[string]coord.Limits{tenant: {WritesPerSecond: 40, Burst: 20}}})
-	g, err := ownership.New(cli, ownership.Config{Tenant: tenant, Group: "orders", Partitions: p, Quotas: q,
-		Logger: coordtest.Logger(t), MeterProvider: rd.mp})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := coord.NewQuotas(coord.QuotaConfig{Overrides: map[string]coord.Limits{coordtest.Tenant(t): {WritesPerSecond: 40, Burst: 20}}})
+	g, cli, tenant := newGroup(t, ownership.Config{Partitions: p, Quotas: q, MeterProvider: rd.mp})
 	start := time.Now()
 	a := join(t, g, cli, tenant, 0)
 	waitOwned(t, p, 20*time.Second, map[*node]int{a: p})

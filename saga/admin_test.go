@@ -3,21 +3,21 @@ package saga
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
 func TestAdmin(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	e, c, def := newFastClient(t)
 	ctx := context.Background()
 	// Not running yet: a never-claimed saga cancels straight to compensated.
-	idle, err := Start(ctx, c, def, order{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idle := start(t, ctx, c, def, order{}, nil)
 	if err := c.Cancel(ctx, idle, "customer changed their mind"); err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +37,7 @@ func TestAdmin(t *testing.T) {
 	// A saga stuck retrying charge (before the pivot): cancel compensates reserve
 	// and (null-)compensates charge.
 	gate := make(chan struct{})
-	stuck, err := Start(ctx, c, def, order{FlakyAt: "charge"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stuck := start(t, ctx, c, def, order{FlakyAt: "charge"}, nil)
 	c.hook = func(p hookPoint, id string, step int) {
 		if id == stuck && p == hookBeforeAction && step == 1 {
 			<-gate
@@ -88,10 +85,7 @@ func TestAdmin(t *testing.T) {
 	if err := c.RetryNow(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("retry unknown: %v", err)
 	}
-	later, err := Start(ctx, c, def, order{}, &StartOpts{Delay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	later := start(t, ctx, c, def, order{}, &StartOpts{Delay: time.Hour})
 	if err := c.RetryNow(ctx, later); err != nil {
 		t.Fatal(err)
 	}
@@ -131,26 +125,22 @@ func TestBarrier(t *testing.T) {
 		}
 		return o
 	}
-	// duplicate action
-	if o := do(b.ActionTx, "s1/pay"); o != Ran {
-		t.Fatal(o)
-	}
-	if o := do(b.ActionTx, "s1/pay"); o != Duplicate {
-		t.Fatal(o)
-	}
-	// compensation after the action, then a duplicate compensation
-	if o := do(b.CompensateTx, "s1/pay"); o != Ran {
-		t.Fatal(o)
-	}
-	if o := do(b.CompensateTx, "s1/pay"); o != Duplicate {
-		t.Fatal(o)
-	}
-	// null compensation, then the hanging action
-	if o := do(b.CompensateTx, "s2/pay"); o != NullCompensation {
-		t.Fatal(o)
-	}
-	if o := do(b.ActionTx, "s2/pay"); o != Hanging {
-		t.Fatal(o)
+	for _, c := range []struct {
+		what string
+		op   func(context.Context, pgx.Tx, string, func(context.Context, pgx.Tx) error) (Outcome, error)
+		key  string
+		want Outcome
+	}{
+		{"the action", b.ActionTx, "s1/pay", Ran},
+		{"a duplicate action", b.ActionTx, "s1/pay", Duplicate},
+		{"the compensation after the action", b.CompensateTx, "s1/pay", Ran},
+		{"a duplicate compensation", b.CompensateTx, "s1/pay", Duplicate},
+		{"a null compensation", b.CompensateTx, "s2/pay", NullCompensation},
+		{"the action after its null compensation", b.ActionTx, "s2/pay", Hanging},
+	} {
+		if o := do(c.op, c.key); o != c.want {
+			t.Fatalf("%s (%s): %v, want %v", c.what, c.key, o, c.want)
+		}
 	}
 	if ran != 2 {
 		t.Fatalf("fn ran %d times, want 2", ran)
@@ -181,13 +171,9 @@ func TestBarrier(t *testing.T) {
 // form or a script) is refused as ErrInvalidConfig before anything is written,
 // not sent to the database to fail there.
 func TestAdminRefusesTextPostgresCannotStore(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	_, c, def := newFastClient(t)
 	ctx := context.Background()
-	id, err := Start(ctx, c, def, order{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, ctx, c, def, order{}, nil)
 	if err := c.Cancel(ctx, id, "nul\x00byte"); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("cancel with a NUL in the reason: %v, want ErrInvalidConfig", err)
 	}
@@ -196,5 +182,168 @@ func TestAdminRefusesTextPostgresCannotStore(t *testing.T) {
 	}
 	if i, err := c.Get(ctx, id); err != nil || i.State == StateCompensated {
 		t.Fatalf("saga after refused admin calls: %+v, %v", i, err)
+	}
+}
+
+// TestAdminTxLockAndSummary: LockTx holds the row so that an admin call from
+// another connection waits and then sees what the locking transaction did; the
+// Tx variants act only when tx commits; Summary counts non-terminal sagas; Info
+// carries the error history.
+func TestAdminTxLockAndSummary(t *testing.T) {
+	e, c, def := newFastClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := start(t, ctx, c, def, order{}, &StartOpts{ID: "a", Delay: time.Hour})
+	start(t, ctx, c, def, order{}, &StartOpts{ID: "b", Delay: time.Hour})
+	sum, err := c.Summary(ctx)
+	if err != nil || len(sum) != 1 || sum[0].Type != "order" || sum[0].State != StateRunning || sum[0].Count != 2 || sum[0].OldestSince.IsZero() {
+		t.Fatalf("Summary = %+v, %v", sum, err)
+	}
+
+	tx, err := e.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	before, err := c.LockTx(ctx, tx, a)
+	if err != nil || before.State != StateRunning || before.NextAttemptAt.Before(time.Now().Add(30*time.Minute)) {
+		t.Fatalf("LockTx = %+v, %v", before, err)
+	}
+	cancelled := make(chan error, 1)
+	go func() { cancelled <- c.Cancel(ctx, a, "raced") }()
+	select {
+	case err := <-cancelled:
+		t.Fatalf("Cancel returned %v while LockTx held the row", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := c.CancelTx(ctx, tx, a, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	if i, _ := c.Get(ctx, a); i.State != StateRunning {
+		t.Fatalf("CancelTx visible before commit: %+v", i)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := coordtest.Recv(t, cancelled, 30*time.Second, "the raced Cancel's answer after the LockTx transaction committed"); !errors.Is(err, ErrWrongState) {
+		t.Fatalf("the raced Cancel = %v, want ErrWrongState (the saga already compensated)", err)
+	}
+	after, err := c.Get(ctx, a)
+	if want := strings.Join(fixtureSteps, ","); strings.Join(after.StepNames, ",") != want {
+		t.Fatalf("StepNames = %v, want %s", after.StepNames, want)
+	}
+	if err != nil || after.State != StateCompensated || len(after.Errors) != 1 || after.Errors[0].Error != "cancelled: operator" || after.Errors[0].At.IsZero() {
+		t.Fatalf("after CancelTx: %+v, %v", after, err)
+	}
+
+	// RetryNowTx rolled back changes nothing; committed, the saga runs.
+	tx, err = e.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RetryNowTx(ctx, tx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	_ = tx.Rollback(ctx)
+	if i, _ := c.Get(ctx, "b"); i.NextAttemptAt.Before(time.Now().Add(30 * time.Minute)) {
+		t.Fatalf("a rolled-back RetryNowTx made the saga due: %+v", i)
+	}
+	tx, err = e.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RetryNowTx(ctx, tx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	waitState(t, c, "b", 20*time.Second, StateCompleted)
+	if sum, err := c.Summary(ctx); err != nil || len(sum) != 0 {
+		t.Fatalf("Summary with only terminal sagas = %+v, %v", sum, err)
+	}
+	if _, err := c.LockTx(ctx, tx, "nope"); err == nil {
+		t.Fatal("LockTx on a committed tx succeeded")
+	}
+}
+
+// TestSagaListPagesSearchesAndCounts: SagaList walks every saga exactly once in
+// (state_since, id) order through keyset pages, even when a saga already shown
+// goes away between pages; filters by state and type; searches by id prefix and error
+// text; SagaCount counts per state what the filters select; ErrNotFound and
+// ErrInvalidConfig as documented.
+func TestSagaListPagesSearchesAndCounts(t *testing.T) {
+	e, c, def := newFastClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 25
+	for i := range n {
+		start(t, ctx, c, def, order{}, &StartOpts{ID: "order-" + strconv.Itoa(100+i), Delay: time.Hour})
+	}
+	// Seven of them need a human, one of which failed with a searchable error;
+	// state_since is spread so that the order is known.
+	if _, err := e.db.Pool.Exec(ctx, `UPDATE coord_sagas SET state_since = now() - (substr(id, 7)::int * interval '1 second')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Pool.Exec(ctx, `UPDATE coord_sagas SET state = 'needs_human', step = 0, last_error = CASE WHEN id = 'order-103' THEN 'ledger: Account 4411 is LOCKED' ELSE 'refund failed' END
+		WHERE substr(id, 7)::int % 4 = 3`); err != nil {
+		t.Fatal(err)
+	}
+
+	var seen []string
+	opts := &SagaListOpts{Limit: 10}
+	for page := 0; ; page++ {
+		res, err := c.SagaList(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range res.Sagas {
+			seen = append(seen, s.ID)
+		}
+		if page == 0 { // a saga already shown goes away: the next page does not shift (as an OFFSET would)
+			if _, err := e.db.Pool.Exec(ctx, `DELETE FROM coord_sagas WHERE id = 'order-124'`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if res.Next == "" {
+			break
+		}
+		opts.After = res.Next
+	}
+	if len(seen) != n || seen[0] != "order-124" || seen[n-2] != "order-101" {
+		t.Fatalf("SagaList pages = %v: want all %d, oldest in state first, each once", seen, n)
+	}
+	humans, err := c.SagaList(ctx, &SagaListOpts{States: []State{StateNeedsHuman}, Type: "order"})
+	if err != nil || len(humans.Sagas) != 6 || humans.Next != "" {
+		t.Fatalf("SagaList(needs_human) = %d sagas, next %q, %v: want 6 on one page", len(humans.Sagas), humans.Next, err)
+	}
+	for search, want := range map[string]int{"order-10": 10, "account 4411": 1, "REFUND": 5, "nothing like it": 0} {
+		res, err := c.SagaList(ctx, &SagaListOpts{Search: search})
+		if err != nil || len(res.Sagas) != want {
+			t.Fatalf("SagaList(search %q) = %d sagas, %v; want %d", search, len(res.Sagas), err, want)
+		}
+	}
+	counts, err := c.SagaCount(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byState := map[State]int64{}
+	for _, sc := range counts {
+		byState[sc.State] += sc.Count
+	}
+	if byState[StateRunning] != 18 || byState[StateNeedsHuman] != 6 || len(byState) != 2 {
+		t.Fatalf("SagaCount = %+v: want 18 running (order-124 was deleted), 6 needs_human", counts)
+	}
+	if counts, err := c.SagaCount(ctx, &SagaListOpts{Search: "4411"}); err != nil || len(counts) != 1 || counts[0].Count != 1 {
+		t.Fatalf("SagaCount(search 4411) = %+v, %v", counts, err)
+	}
+	for _, bad := range []*SagaListOpts{{Limit: -1}, {Limit: MaxListLimit + 1}, {States: []State{"bogus"}}, {After: "not a cursor"}, {OlderThan: -time.Second}} {
+		if _, err := c.SagaList(ctx, bad); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("SagaList(%+v) = %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+	if _, err := c.SagaGet(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("SagaGet(unknown) = %v, want ErrNotFound", err)
 	}
 }

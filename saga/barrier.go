@@ -1,6 +1,7 @@
 package saga
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -45,9 +46,7 @@ type BarrierConfig struct {
 }
 
 func (c BarrierConfig) withDefaults() BarrierConfig {
-	if c.Table == "" {
-		c.Table = DefaultBarrierTable
-	}
+	c.Table = cmp.Or(c.Table, DefaultBarrierTable)
 	return c
 }
 

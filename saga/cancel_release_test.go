@@ -45,10 +45,7 @@ func TestCancelAfterReleasedAttemptCompensatesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	id, err := Start(ctx, c, def, order{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, ctx, c, def, order{}, nil)
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(rctx) }()

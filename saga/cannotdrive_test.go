@@ -31,9 +31,7 @@ func TestStepOutsideTheDefinitionCannotBeDriven(t *testing.T) {
 		"nothing-to-undo":  {StateCompensating, -1},           // compensated, not recorded yet
 	}
 	for id, r := range stored {
-		if _, err := Start(ctx, c, def, order{}, &StartOpts{ID: id}); err != nil {
-			t.Fatal(err)
-		}
+		start(t, ctx, c, def, order{}, &StartOpts{ID: id})
 		if _, err := e.db.Pool.Exec(ctx, `UPDATE `+DefaultTable+` SET state = $2, step = $3 WHERE id = $1`, id, string(r.state), r.step); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package saga
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -122,39 +123,19 @@ func defaultOwner() string {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Table == "" {
-		c.Table = DefaultTable
-	}
+	c.Table = cmp.Or(c.Table, DefaultTable)
 	if c.Owner == "" {
 		c.Owner = defaultOwner()
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.ClaimTTL == 0 {
-		c.ClaimTTL = DefaultClaimTTL
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.CompensationAttempts == 0 {
-		c.CompensationAttempts = DefaultCompensationAttempts
-	}
-	if c.StuckAfter == 0 {
-		c.StuckAfter = DefaultStuckAfter
-	}
-	if c.MaxDataBytes == 0 {
-		c.MaxDataBytes = DefaultMaxDataBytes
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = otel.GetTracerProvider()
-	}
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.ClaimTTL = cmp.Or(c.ClaimTTL, DefaultClaimTTL)
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.CompensationAttempts = cmp.Or(c.CompensationAttempts, DefaultCompensationAttempts)
+	c.StuckAfter = cmp.Or(c.StuckAfter, DefaultStuckAfter)
+	c.MaxDataBytes = cmp.Or(c.MaxDataBytes, DefaultMaxDataBytes)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.TracerProvider = cmp.Or(c.TracerProvider, otel.GetTracerProvider())
 	return c
 }
 

@@ -46,13 +46,7 @@ func crashWorker() int {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1
 	}
-	d, err := New("order",
-		Compensatable("reserve", p.action(""), p.compensation()),
-		Compensatable("charge", p.action("reserve"), p.compensation()),
-		Pivot("ship", p.action("charge")),
-		Retriable("notify", p.action("ship")),
-		Retriable("receipt", p.action("notify")),
-	)
+	d, err := orderDefinition(p)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		return 1

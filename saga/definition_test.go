@@ -160,8 +160,7 @@ func TestEncodeJSONRejectsWhatJSONBRefuses(t *testing.T) {
 			t.Errorf("encodeJSON(%v) = %v, want ErrInvalidData", v, err)
 		}
 	}
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	_, c, def := newFastClient(t)
 	if _, err := Start(context.Background(), c, def, order{FailAt: "nul\x00byte"}, nil); !errors.Is(err, ErrInvalidData) {
 		t.Fatalf("Start with a NUL in the data: %v, want ErrInvalidData", err)
 	}

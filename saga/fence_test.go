@@ -32,10 +32,7 @@ func TestPausedRunnerIsFenced(t *testing.T) {
 	}
 	run(t, a)
 	ctx := context.Background()
-	id, err := Start(ctx, a, def, order{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, ctx, a, def, order{}, nil)
 	select {
 	case <-stalled:
 	case <-time.After(20 * time.Second):

@@ -120,15 +120,20 @@ func (p *participant) compensation() Action[order] {
 // receipt (retriable).
 var fixtureSteps = []string{"reserve", "charge", "ship", "notify", "receipt"}
 
-func orderSaga(t testing.TB, p *participant) *Definition[order] {
-	t.Helper()
-	d, err := New("order",
+// orderDefinition is the fixture's saga "order" of fixtureSteps, run at p.
+func orderDefinition(p *participant) (*Definition[order], error) {
+	return New("order",
 		Compensatable("reserve", p.action(""), p.compensation()),
 		Compensatable("charge", p.action("reserve"), p.compensation()),
 		Pivot("ship", p.action("charge")),
 		Retriable("notify", p.action("ship")),
 		Retriable("receipt", p.action("notify")),
 	)
+}
+
+func orderSaga(t testing.TB, p *participant) *Definition[order] {
+	t.Helper()
+	d, err := orderDefinition(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +189,25 @@ func (e *env) client(t *testing.T, cfg Config) (*Client, *Definition[order]) {
 		t.Fatal(err)
 	}
 	return c, def
+}
+
+// newFastClient is a new env and its client of fastConfig, the order saga
+// registered.
+func newFastClient(t *testing.T) (*env, *Client, *Definition[order]) {
+	t.Helper()
+	e := newEnv(t)
+	c, def := e.client(t, fastConfig())
+	return e, c, def
+}
+
+// start is Start, failing the test on its error.
+func start(t testing.TB, ctx context.Context, c *Client, def *Definition[order], o order, opts *StartOpts) string {
+	t.Helper()
+	id, err := Start(ctx, c, def, o, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // run runs c until the test ends.

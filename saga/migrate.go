@@ -3,7 +3,6 @@ package saga
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,7 +28,8 @@ type Querier = DBTX
 
 // sagaComponent is the versioned schema of the saga table.
 func sagaComponent(schema, table string) (pgschema.Component, error) {
-	ms, err := pgschema.Load(migrations, "migrations/saga", map[string]string{
+	c := pgschema.Component{Owner: "saga", Kind: "saga", Schema: schema, Name: table}
+	return c.LoadMigrations(migrations, "migrations/saga", map[string]string{
 		"sagas":                       pgschema.Qualified(schema, table),
 		"due_idx":                     pgschema.Quoted(table + dueIdx.Suffix),
 		"state_idx":                   pgschema.Quoted(table + stateIdx.Suffix),
@@ -37,19 +37,12 @@ func sagaComponent(schema, table string) (pgschema.Component, error) {
 		"state_list_idx":              pgschema.Quoted(table + stateList.Suffix),
 		"no_compensation_after_pivot": pgschema.Quoted(table + noCompCheck.Suffix),
 	})
-	if err != nil {
-		return pgschema.Component{}, fmt.Errorf("saga: %w", err)
-	}
-	return pgschema.Component{Owner: "saga", Kind: "saga", Schema: schema, Name: table, Migrations: ms}, nil
 }
 
 // barrierComponent is the versioned schema of the barrier table.
 func barrierComponent(schema, table string) (pgschema.Component, error) {
-	ms, err := pgschema.Load(migrations, "migrations/barrier", map[string]string{"barrier": pgschema.Qualified(schema, table)})
-	if err != nil {
-		return pgschema.Component{}, fmt.Errorf("saga: barrier: %w", err)
-	}
-	return pgschema.Component{Owner: "saga", Kind: "saga_barrier", Schema: schema, Name: table, Migrations: ms}, nil
+	c := pgschema.Component{Owner: "saga", Kind: "saga_barrier", Schema: schema, Name: table}
+	return c.LoadMigrations(migrations, "migrations/barrier", map[string]string{"barrier": pgschema.Qualified(schema, table)})
 }
 
 // Migrate brings the client's saga table to the newest schema version, in a

@@ -81,10 +81,7 @@ func TestSchemaQualifiedTables(t *testing.T) {
 	e := &env{db: db, p: newParticipant(t, db.Pool)}
 	c2, def := e.client(t, cfg)
 	run(t, c2)
-	id, err := Start(ctx, c2, def, order{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, ctx, c2, def, order{}, nil)
 	waitState(t, c2, id, 30*time.Second, StateCompleted)
 }
 

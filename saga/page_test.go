@@ -49,10 +49,7 @@ func TestCompensationAlwaysFailsPages(t *testing.T) {
 	c, def := e.client(t, cfg)
 	run(t, c)
 	ctx := context.Background()
-	id, err := Start(ctx, c, def, order{FailAt: "ship"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, ctx, c, def, order{FailAt: "ship"}, nil)
 	i := waitState(t, c, id, 30*time.Second, StateNeedsHuman, StateCompensated, StateCompleted)
 	if i.State != StateNeedsHuman || i.Attempts != 3 || i.Step != 0 {
 		t.Fatalf("saga %+v", i)
@@ -124,10 +121,7 @@ func TestStuckAfterPivotPages(t *testing.T) {
 	cfg.OnPage = pg.page
 	c, def := e.client(t, cfg)
 	run(t, c)
-	id, err := Start(context.Background(), c, def, order{FailAt: "receipt"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, context.Background(), c, def, order{FailAt: "receipt"}, nil)
 	deadline := time.Now().Add(20 * time.Second)
 	for len(pg.get()) == 0 {
 		if time.Now().After(deadline) {
@@ -195,10 +189,7 @@ func TestResolveSkip(t *testing.T) {
 	c, def := e.client(t, cfg)
 	run(t, c)
 	ctx := context.Background()
-	id, err := Start(ctx, c, def, order{FailAt: "ship"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, ctx, c, def, order{FailAt: "ship"}, nil)
 	i := waitState(t, c, id, 30*time.Second, StateNeedsHuman, StateCompensated)
 	if i.State != StateNeedsHuman || i.Step != 1 || len(pg.get()) != 1 {
 		t.Fatalf("saga %+v pages %d", i, len(pg.get()))

@@ -12,17 +12,10 @@ import (
 // The pivot is recorded when the pivot step commits, and only then: a saga
 // that failed before its pivot and compensated never passed it.
 func TestPivotRecordedOnlyByThePivotStep(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	_, c, def := newFastClient(t)
 	run(t, c)
-	done, err := Start(context.Background(), c, def, order{}, &StartOpts{ID: "through"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	undone, err := Start(context.Background(), c, def, order{FailAt: "charge"}, &StartOpts{ID: "declined"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	done := start(t, context.Background(), c, def, order{}, &StartOpts{ID: "through"})
+	undone := start(t, context.Background(), c, def, order{FailAt: "charge"}, &StartOpts{ID: "declined"})
 	if i := waitState(t, c, done, 30*time.Second, StateCompleted); i.PivotAt == nil {
 		t.Fatalf("completed saga %+v: PivotAt nil, want the pivot's commit time", i)
 	}
@@ -36,13 +29,9 @@ func TestPivotRecordedOnlyByThePivotStep(t *testing.T) {
 // compensation of an action that never ran a no-op) before the saga ends
 // compensated.
 func TestBusinessFailureOfTheFirstStepCompensatesIt(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	e, c, def := newFastClient(t)
 	run(t, c)
-	id, err := Start(context.Background(), c, def, order{FailAt: "reserve"}, &StartOpts{ID: "declined-first"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, context.Background(), c, def, order{FailAt: "reserve"}, &StartOpts{ID: "declined-first"})
 	waitState(t, c, id, 30*time.Second, StateCompensated)
 	if n := e.p.callCount("reserve/compensate"); n != 1 {
 		t.Fatalf("reserve compensated %d times after its business failure, want once", n)

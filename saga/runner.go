@@ -22,8 +22,7 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	r := &runner{c: c, types: types, wake: make(chan struct{}, 1), rearm: make(chan struct{}, 1), done: make(chan struct{}, c.cfg.Concurrency)}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); r.listen(ctx) }()
+	wg.Go(func() { r.listen(ctx) })
 	r.loop(ctx)
 	wg.Wait()
 	return nil
@@ -87,12 +86,10 @@ func (r *runner) loop(ctx context.Context) {
 			for _, s := range got {
 				r.c.stats.claims.Add(1)
 				inflight++
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					r.drive(ctx, s)
 					r.done <- struct{}{}
-				}()
+				})
 			}
 			// A full batch means more may be due: claim again when a slot frees.
 			claimNow = err == nil && len(got) == free

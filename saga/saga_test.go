@@ -13,13 +13,9 @@ import (
 )
 
 func TestHappyPath(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	e, c, def := newFastClient(t)
 	run(t, c)
-	id, err := Start(context.Background(), c, def, order{Amount: 42}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, context.Background(), c, def, order{Amount: 42}, nil)
 	i := waitState(t, c, id, 30*time.Second, StateCompleted, StateCompensated, StateNeedsHuman)
 	if i.State != StateCompleted || i.PivotAt == nil || i.Step != len(fixtureSteps) {
 		t.Fatalf("saga %+v", i)
@@ -47,15 +43,11 @@ func TestHappyPath(t *testing.T) {
 }
 
 func TestBusinessFailureCompensatesInReverse(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	e, c, def := newFastClient(t)
 	run(t, c)
 	ctx := context.Background()
 	for _, failAt := range []string{"reserve", "charge", "ship"} {
-		id, err := Start(ctx, c, def, order{FailAt: failAt}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := start(t, ctx, c, def, order{FailAt: failAt}, nil)
 		i := waitState(t, c, id, 30*time.Second, StateCompleted, StateCompensated, StateNeedsHuman)
 		if i.State != StateCompensated || !strings.Contains(i.Failure, failAt+" declined") {
 			t.Fatalf("fail at %s: %+v", failAt, i)
@@ -90,8 +82,7 @@ func TestBusinessFailureCompensatesInReverse(t *testing.T) {
 }
 
 func TestAfterPivotOnlyForward(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	e, c, def := newFastClient(t)
 	run(t, c)
 	ctx := context.Background()
 	// A business failure after the pivot is not compensated: retried forward.
@@ -133,13 +124,9 @@ func TestAfterPivotOnlyForward(t *testing.T) {
 }
 
 func TestTechnicalFailureRetries(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	e, c, def := newFastClient(t)
 	run(t, c)
-	id, err := Start(context.Background(), c, def, order{FlakyAt: "charge"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, context.Background(), c, def, order{FlakyAt: "charge"}, nil)
 	i := waitState(t, c, id, 30*time.Second, StateCompleted, StateCompensated, StateNeedsHuman)
 	if i.State != StateCompleted || !strings.Contains(i.LastError, "flaky") {
 		t.Fatalf("saga %+v", i)
@@ -153,8 +140,7 @@ func TestTechnicalFailureRetries(t *testing.T) {
 }
 
 func TestStartTx(t *testing.T) {
-	e := newEnv(t)
-	c, def := e.client(t, fastConfig())
+	e, c, def := newFastClient(t)
 	ctx := context.Background()
 	tx, err := e.db.Pool.Begin(ctx)
 	if err != nil {
@@ -243,10 +229,7 @@ func TestNotifyWakesRunner(t *testing.T) {
 	c, def := e.client(t, cfg)
 	run(t, c)
 	time.Sleep(200 * time.Millisecond) // the runner's first poll is over
-	id, err := Start(context.Background(), c, def, order{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, context.Background(), c, def, order{}, nil)
 	waitState(t, c, id, 20*time.Second, StateCompleted)
 }
 
@@ -258,10 +241,7 @@ func TestCustomTable(t *testing.T) {
 	cfg.Table = "Order_sagas"
 	c, def := e.client(t, cfg)
 	run(t, c)
-	id, err := Start(ctx, c, def, order{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := start(t, ctx, c, def, order{}, nil)
 	waitState(t, c, id, 30*time.Second, StateCompleted)
 	var n int
 	if err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM "Order_sagas"`).Scan(&n); err != nil || n != 1 {

@@ -60,13 +60,9 @@ func TestStepDeadlineEndsBeforeTheClaim(t *testing.T) {
 	}
 	ids := []string{"s1", "s2", "s3"}
 	for _, id := range ids {
-		if _, err := Start(context.Background(), c, def, order{}, &StartOpts{ID: id}); err != nil {
-			t.Fatal(err)
-		}
+		start(t, context.Background(), c, def, order{}, &StartOpts{ID: id})
 	}
-	if _, err := Start(context.Background(), c, undo, order{}, &StartOpts{ID: "u1"}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, context.Background(), c, undo, order{}, &StartOpts{ID: "u1"})
 	run(t, c)
 	for _, id := range ids {
 		waitState(t, c, id, 30*time.Second, StateCompleted)

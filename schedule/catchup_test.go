@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -16,15 +18,11 @@ func (e *env) outcomes(t *testing.T, job string) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
 	out := map[string]int{}
-	for rows.Next() {
-		var k string
-		var n int
-		if err := rows.Scan(&k, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[k] = n
+	var k string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&k, &n}, func() error { out[k] = n; return nil }); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"log/slog"
 	"strconv"
 	"time"
@@ -96,34 +97,16 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Group == "" {
-		c.Group = DefaultGroup
-	}
-	if c.Partitions == 0 {
-		c.Partitions = DefaultPartitions
-	}
-	if c.Table == "" {
-		c.Table = DefaultTable
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.Retry.Base == 0 {
-		c.Retry.Base = DefaultRetryBase
-	}
-	if c.Retry.Cap == 0 {
-		c.Retry.Cap = DefaultRetryCap
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = ownership.DefaultDrainTimeout
-	}
+	c.Group = cmp.Or(c.Group, DefaultGroup)
+	c.Partitions = cmp.Or(c.Partitions, DefaultPartitions)
+	c.Table = cmp.Or(c.Table, DefaultTable)
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.Retry.Base = cmp.Or(c.Retry.Base, DefaultRetryBase)
+	c.Retry.Cap = cmp.Or(c.Retry.Cap, DefaultRetryCap)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, ownership.DefaultDrainTimeout)
 	c.Clock = coord.OrSystem(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
 	return c
 }
 

@@ -34,12 +34,9 @@ func TestFiresCommitEffectRecordAndProgressTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		id := ID{Tenant: e.tenant, Job: "tick"}
-		if err := rows.Scan(&id.Local, &id.Fold); err != nil {
-			t.Fatal(err)
-		}
-		keys[id.Key()] = true
+	id := ID{Tenant: e.tenant, Job: "tick"}
+	if _, err := pgx.ForEachRow(rows, []any{&id.Local, &id.Fold}, func() error { keys[id.Key()] = true; return nil }); err != nil {
+		t.Fatal(err)
 	}
 	if n := e.count(t, `SELECT count(*) FROM effects WHERE key = ANY($1)`, mapKeys(keys)); n != effects {
 		t.Errorf("%d of %d effects carry a fire record's key", n, effects)

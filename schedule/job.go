@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -210,32 +211,14 @@ func newJob(j Job) (*job, error) {
 }
 
 func (j Job) withDefaults() Job {
-	if j.Zone == "" {
-		j.Zone = DefaultZone
-	}
-	if j.Gap == "" {
-		j.Gap = GapRunAtEnd
-	}
-	if j.Fold == "" {
-		j.Fold = FoldOnce
-	}
-	if j.CatchUp == "" {
-		j.CatchUp = CatchUpAll
-	}
-	if j.Overlap == "" {
-		j.Overlap = OverlapSkip
-	}
-	if j.MaxCatchUp == 0 {
-		j.MaxCatchUp = DefaultMaxCatchUp
-	}
-	if j.Window == 0 {
-		j.Window = DefaultWindow
-	}
-	if j.Timeout == 0 {
-		j.Timeout = DefaultTimeout
-	}
-	if j.MaxAttempts == 0 {
-		j.MaxAttempts = DefaultMaxAttempts
-	}
+	j.Zone = cmp.Or(j.Zone, DefaultZone)
+	j.Gap = cmp.Or(j.Gap, GapRunAtEnd)
+	j.Fold = cmp.Or(j.Fold, FoldOnce)
+	j.CatchUp = cmp.Or(j.CatchUp, CatchUpAll)
+	j.Overlap = cmp.Or(j.Overlap, OverlapSkip)
+	j.MaxCatchUp = cmp.Or(j.MaxCatchUp, DefaultMaxCatchUp)
+	j.Window = cmp.Or(j.Window, DefaultWindow)
+	j.Timeout = cmp.Or(j.Timeout, DefaultTimeout)
+	j.MaxAttempts = cmp.Or(j.MaxAttempts, DefaultMaxAttempts)
 	return j
 }

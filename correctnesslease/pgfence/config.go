@@ -1,6 +1,7 @@
 package pgfence
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 
@@ -69,18 +70,10 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Table == "" {
-		c.Table = DefaultTable
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
-	if c.MaxLeaseLabels == 0 {
-		c.MaxLeaseLabels = DefaultMaxLeaseLabels
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = DefaultLeaseTTL
-	}
+	c.Table = cmp.Or(c.Table, DefaultTable)
+	c.MeterProvider = cmp.Or(c.MeterProvider, otel.GetMeterProvider())
+	c.MaxLeaseLabels = cmp.Or(c.MaxLeaseLabels, DefaultMaxLeaseLabels)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = c.LeaseTTL / 3
 	}

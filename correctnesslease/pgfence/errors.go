@@ -68,6 +68,43 @@ func (e *BusyError) Unwrap() error { return e.Err }
 // PostgreSQL ends it after IdleTimeout), and a retry then proceeds.
 func (e *BusyError) Retryable() bool { return true }
 
+// ErrIdleTimeout matches every *IdleError; coord.Retryable reports true for it.
+var ErrIdleTimeout = sentinel.Retryable("pgfence: fenced transaction ended idle")
+
+// IdleError is returned by Exec when PostgreSQL ended its fenced transaction
+// because it sat idle for Config.IdleTimeout — between fn's statements or
+// before COMMIT, its process paused, starved of CPU or waiting on something
+// outside the transaction. The ending is the fence working: the row lock is
+// freed for the lease's next holder. Nothing the transaction wrote committed:
+// retry, as any fenced write, with the token of a lease still held. It matches
+// ErrIdleTimeout and unwraps to the database's error (SQLSTATE 25P03). In a
+// transaction of your own guarded with GuardTx, the same ending surfaces as that
+// SQLSTATE from your next statement.
+type IdleError struct {
+	Token       coord.Token   // the token presented
+	IdleTimeout time.Duration // Config.IdleTimeout; 0: the server's own setting ended it (IdleTimeout negative)
+	Err         error         // the database's error (SQLSTATE 25P03)
+}
+
+// Error names the lease, the idle timeout and the database error.
+func (e *IdleError) Error() string {
+	idle := "the server's idle_in_transaction_session_timeout"
+	if e.IdleTimeout > 0 {
+		idle = e.IdleTimeout.String()
+	}
+	return fmt.Sprintf("pgfence: fenced transaction of %q ended by the database after %s idle (guarded by %s); nothing committed: %v",
+		e.Token.Lease(), idle, e.Token, e.Err)
+}
+
+// Is makes errors.Is(err, ErrIdleTimeout) true.
+func (e *IdleError) Is(target error) bool { return target == ErrIdleTimeout }
+
+// Unwrap returns the database's error.
+func (e *IdleError) Unwrap() error { return e.Err }
+
+// Retryable reports true: nothing committed, and the fence row is free.
+func (e *IdleError) Retryable() bool { return true }
+
 // ErrInvalidConfig matches every *ConfigError.
 var ErrInvalidConfig = errors.New("pgfence: invalid config")
 

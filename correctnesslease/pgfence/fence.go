@@ -39,6 +39,7 @@ type Fence struct {
 	restores    bool   // guardSQL also returns the restored lock_timeout
 	readSQL     string
 	lockTimeout time.Duration // < 0: none
+	idleTimeout time.Duration // < 0: none
 	rejected    metric.Int64Counter
 	leases      *labelcap.Set // bounds the coordkit.lease values of rejected
 	logger      *slog.Logger
@@ -68,6 +69,7 @@ func New(cfg Config) (*Fence, error) {
 		audit:       pgschema.Qualified(cfg.Schema, cfg.Table+auditTable.Suffix),
 		readSQL:     "SELECT revision FROM " + t + " WHERE lease = $1",
 		lockTimeout: cfg.LockTimeout,
+		idleTimeout: cfg.IdleTimeout,
 		rejected:    rejected,
 		logger:      cfg.Logger,
 		schema:      schema,
@@ -187,10 +189,12 @@ func (g *guard) verdict(ctx context.Context, tx pgx.Tx, err error) error {
 // Exec runs fn in a transaction fenced by tok: begin, GuardTx, fn, commit. It
 // returns fn's error (the transaction rolled back), a *coord.StaleTokenError when tok
 // is stale (fn is not called), a *BusyError when the fence row stayed locked for
-// LockTimeout (retry), the commit's error when the server refused COMMIT (rolled
-// back), or an error matching ErrCommitUnknown when the connection failed or ctx
-// ended while COMMIT was in flight — the writes may have committed: resolve it with
-// an idempotency key or a read-back, never by assuming. It blocks while a
+// LockTimeout (retry), an *IdleError when PostgreSQL ended the transaction after
+// it sat idle for IdleTimeout (nothing committed: retry), the commit's error when
+// the server refused COMMIT (rolled back), or an error matching ErrCommitUnknown
+// when the connection failed or ctx ended while COMMIT was in flight — the
+// writes may have committed: resolve it with an idempotency key or a read-back,
+// never by assuming. It blocks while a
 // transaction with the same lease's token is in flight (up to LockTimeout); ctx
 // cancels any step. The transaction commits only if fn returns nil.
 //
@@ -217,6 +221,9 @@ func (f *Fence) Exec(ctx context.Context, db Beginner, tok coord.Token, fn func(
 				committed = err == nil
 			}
 		}
+	}
+	if pgerr.Code(err) == pgerr.IdleInTransaction {
+		return &IdleError{Token: tok, IdleTimeout: max(f.idleTimeout, 0), Err: err}
 	}
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -42,7 +41,7 @@ func frozenBackends(ctx context.Context, t *testing.T, db *coordtest.PostgresDB,
 // long as the pause lasts. With GuardTx's transaction-local
 // idle_in_transaction_session_timeout PostgreSQL ends the frozen transactions, and
 // the successor's lock_timeout bounds its own wait: its first fenced write (retried
-// only on *pgfence.BusyError) must commit within TTL + IdleTimeout + LockTimeout
+// only on the retryable *pgfence.BusyError and *pgfence.IdleError) must commit within TTL + IdleTimeout + LockTimeout
 // of the pause (plus slack for a loaded machine) while the holder is still frozen,
 // and the frozen transactions must never commit after it.
 func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
@@ -52,36 +51,11 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 	defer coordtest.Report(t, res)
 	const ttl, perRound = correctnesslease.MinTTL, 10
 	rounds := coordtest.Pick(3, 20)
-	etcd := coordtest.Etcd(t)
-	db := coordtest.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*30*time.Second)
 	defer cancel()
-	f, err := pgfence.New(pgfence.Config{Logger: quietLogger(), LeaseTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Migrate(ctx, db.Pool); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Pool.Exec(ctx, `
-		CREATE TABLE writes (name text NOT NULL, writer text NOT NULL, revision bigint NOT NULL);
-		CREATE TABLE rows (name text PRIMARY KEY, last_writer text NOT NULL, writes int NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	const tenant = "frozen-tx"
-	rival, err := correctnesslease.NewSession(ctx, etcd.Client(t), correctnesslease.Config{Tenant: tenant, TTL: 10 * time.Second, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rival.Close(context.WithoutCancel(ctx))
-	// The holder's backends, told apart by an application_name of this run's own:
-	// the server is shared, and another run of this test (another engineer's, a
-	// mutant's) has backends idle in transaction too ("17 holder backends idle in
-	// transaction, want 10").
-	app := "pgfence-frozen-tx-" + db.Schema
-	h := startHolder(t,
-		envEtcd+"="+strings.Join(etcd.Endpoints, ","), envPG+"="+db.URL+"&application_name="+app,
-		envTenant+"="+tenant, envTTL+"="+ttl.String())
+	w := newHolderWorld(ctx, t, pgfence.Config{Logger: quietLogger(), LeaseTTL: ttl},
+		correctnesslease.Config{Tenant: "frozen-tx", TTL: 10 * time.Second, Logger: quietLogger()}, "pgfence-frozen-tx", ttl)
+	db, f, h, app := w.db, w.f, w.h, w.app
 
 	// The bound the successor's first write must meet, measured from the pause:
 	// the holder's lease expires, PostgreSQL ends its idle transactions, and the
@@ -90,69 +64,50 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 	bound := ttl + idle + lock
 	slack := 3 * time.Second // etcd's expiry scan (500 ms) and a loaded 2-core machine
 	var waits []time.Duration
-	var busy, frozenCommitted, frozenFailed int
+	var busy, idled, frozenCommitted, frozenFailed int
 	for r := range rounds {
-		names := make([]string, perRound)
-		for i := range names {
-			names[i] = fmt.Sprintf("frozen-%03d", r*perRound+i)
-		}
+		names := roundNames("frozen", r, perRound)
 		held := h.hold(t, "intx", "intx", names)
 		// The fault: the holder is frozen inside its open, fenced transactions.
 		if n := frozenBackends(ctx, t, db, app); n != perRound {
 			t.Fatalf("round %d: %d holder backends idle in transaction, want %d", r, n, perRound)
 		}
-		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		h.pauses++
-		paused := time.Now()
-		coordtest.WaitStopped(t, h.cmd.Process.Pid, 10*time.Second)
-		h.send(t, "go") // read only after SIGCONT
-
+		paused := h.stop(t)
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		errs := make(chan error, perRound)
-		for _, n := range names {
-			wg.Go(func() {
-				l, err := correctnesslease.Acquire(ctx, rival, n) // once etcd expired the frozen holder
-				if err != nil {
-					errs <- fmt.Errorf("rival acquire %s: %w", n, err)
-					return
-				}
-				defer l.Release(context.WithoutCancel(ctx))
-				if c, ok := l.Token().Compare(held[n]); !ok || c <= 0 {
-					errs <- fmt.Errorf("rival token %s not newer than the holder's %s", l.Token(), held[n])
-					return
-				}
-				wctx, cancel := context.WithDeadline(ctx, paused.Add(bound+slack))
-				defer cancel()
-				for attempt := 0; ; attempt++ {
-					err := zombieWrite(wctx, f, db.Pool, l.Token(), n, "rival")
-					var be *pgfence.BusyError
-					if errors.As(err, &be) && errors.Is(err, pgfence.ErrBusy) && be.Retryable() {
-						mu.Lock()
+		w.rivalsWrite(ctx, t, names, held, "the successors writing while the holder is frozen in its transactions", func(l *correctnesslease.Lease, n string) error {
+			wctx, cancel := context.WithDeadline(ctx, paused.Add(bound+slack))
+			defer cancel()
+			for attempt := 0; ; attempt++ {
+				err := zombieWrite(wctx, f, db.Pool, l.Token(), n, "rival")
+				// Busy: the frozen holder still has the row. Idle: this successor,
+				// starved on a loaded machine, sat idle in its own transaction for
+				// IdleTimeout and PostgreSQL ended it, as it ends the holder's.
+				var be *pgfence.BusyError
+				var ie *pgfence.IdleError
+				if (errors.As(err, &be) && errors.Is(err, pgfence.ErrBusy)) || (errors.As(err, &ie) && errors.Is(err, pgfence.ErrIdleTimeout)) {
+					if !coord.Retryable(err) {
+						return fmt.Errorf("successor's write to %s: %w: not retryable", n, err)
+					}
+					mu.Lock()
+					if be != nil {
 						busy++
-						mu.Unlock()
-						_ = coord.Backoff{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond}.Wait(wctx, nil, attempt)
-						continue
+					} else {
+						idled++
 					}
-					if err != nil {
-						errs <- fmt.Errorf("successor's first write to %s, %v after the pause: %w", n, time.Since(paused).Round(time.Millisecond), err)
-						return
-					}
-					break
+					mu.Unlock()
+					_ = coord.Backoff{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond}.Wait(wctx, nil, attempt)
+					continue
 				}
-				mu.Lock()
-				waits = append(waits, time.Since(paused))
-				mu.Unlock()
-			})
-		}
-		coordtest.Wait(t, &wg, 60*time.Second, "the successors writing while the holder is frozen in its transactions")
-		close(errs)
-		for err := range errs {
-			dumpActivity(t, db)
-			t.Fatal(err)
-		}
+				if err != nil {
+					return fmt.Errorf("successor's first write to %s, %v after the pause: %w", n, time.Since(paused).Round(time.Millisecond), err)
+				}
+				break
+			}
+			mu.Lock()
+			waits = append(waits, time.Since(paused))
+			mu.Unlock()
+			return nil
+		})
 		// The successors did not wait for the pause to end, and PostgreSQL ended
 		// the frozen transactions.
 		if st, err := coordtest.ProcessState(h.cmd.Process.Pid); err != nil || st != 'T' {
@@ -196,13 +151,14 @@ func TestSuccessorNotBlockedByHolderFrozenInTx(t *testing.T) {
 	res.Trials = want
 	res.Outcome["successor writes committed"] = int64(rivalRows)
 	res.Outcome["successor BusyError retries"] = int64(busy)
+	res.Outcome["successor IdleError retries"] = int64(idled)
 	res.Outcome["frozen commits refused"] = int64(frozenFailed)
 	res.Outcome["frozen rows committed"] = int64(frozenRows)
 	res.Outcome["first write after pause, max ms"] = waits[len(waits)-1].Milliseconds()
 	res.Outcome["first write after pause, median ms"] = waits[len(waits)/2].Milliseconds()
 	res.Notes = fmt.Sprintf("%d rounds x %d leases, TTL %v, IdleTimeout %v, LockTimeout %v: bound TTL+idle+lock = %v (+%v slack)", rounds, perRound, ttl, idle, lock, bound, slack)
-	t.Logf("%d trials: successor's first write committed %v..%v after the pause (median %v; bound %v + %v slack), %d BusyError retries; frozen commits refused %d, frozen rows %d",
-		want, waits[0].Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond), waits[len(waits)/2].Round(time.Millisecond), bound, slack, busy, frozenFailed, frozenRows)
+	t.Logf("%d trials: successor's first write committed %v..%v after the pause (median %v; bound %v + %v slack), %d BusyError and %d IdleError retries; frozen commits refused %d, frozen rows %d",
+		want, waits[0].Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond), waits[len(waits)/2].Round(time.Millisecond), bound, slack, busy, idled, frozenFailed, frozenRows)
 	if rivalRows != want || len(waits) != want || frozenRows != 0 || frozenFailed != want {
 		t.Fatalf("successor writes %d (timed %d), frozen rows %d, frozen commits refused %d; want %d, %d, 0, %d", rivalRows, len(waits), frozenRows, frozenFailed, want, want, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -73,6 +74,15 @@ func rejections(t testing.TB, r *sdkmetric.ManualReader) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// insertInto returns fenced work for Exec that inserts v into table, a table of
+// one text column.
+func insertInto(table, v string) func(context.Context, pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO "+table+" VALUES ($1)", v)
+		return err
+	}
 }
 
 // quietLogger discards everything: for components whose warnings are the test's

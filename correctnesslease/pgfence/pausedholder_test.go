@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,108 @@ func startHolder(t *testing.T, env ...string) *holderProc {
 		}
 	})
 	return h
+}
+
+// holderWorld is what the holder scenarios share: a fence in a fresh schema with
+// the tables zombieWrite writes, a rival session on the test's etcd, and the
+// holder child process on both servers, its backends named app.
+type holderWorld struct {
+	db    *coordtest.PostgresDB
+	f     *pgfence.Fence
+	rival *correctnesslease.Session
+	h     *holderProc
+	app   string
+}
+
+// newHolderWorld builds the world of a holder scenario. The holder's session is of
+// rcfg's tenant with a TTL of ttl; its backends' application_name is appPrefix and
+// the schema, this run's own: the server is shared, and another run of the test
+// (another engineer's, a mutant's) has holder backends too ("17 holder backends
+// idle in transaction, want 10").
+func newHolderWorld(ctx context.Context, t *testing.T, fcfg pgfence.Config, rcfg correctnesslease.Config, appPrefix string, ttl time.Duration) holderWorld {
+	t.Helper()
+	etcd := coordtest.Etcd(t)
+	db := coordtest.Postgres(t)
+	f, err := pgfence.New(fcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `
+		CREATE TABLE writes (name text NOT NULL, writer text NOT NULL, revision bigint NOT NULL);
+		CREATE TABLE rows (name text PRIMARY KEY, last_writer text NOT NULL, writes int NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	rival, err := correctnesslease.NewSession(ctx, etcd.Client(t), rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rival.Close(context.Background()) }) // after the holder's cleanup
+	app := appPrefix + "-" + db.Schema
+	h := startHolder(t,
+		envEtcd+"="+strings.Join(etcd.Endpoints, ","), envPG+"="+db.URL+"&application_name="+app,
+		envTenant+"="+rcfg.Tenant, envTTL+"="+ttl.String())
+	return holderWorld{db: db, f: f, rival: rival, h: h, app: app}
+}
+
+// roundNames returns the n lease names of round r, prefix-000 on.
+func roundNames(prefix string, r, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%03d", prefix, r*n+i)
+	}
+	return names
+}
+
+// stop SIGSTOPs the holder, waits until it is stopped (SIGSTOP is asynchronous)
+// and sends it "go", buffered in the pipe: read only after SIGCONT. It returns
+// when the holder was stopped.
+func (h *holderProc) stop(t *testing.T) time.Time {
+	t.Helper()
+	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	h.pauses++
+	stopped := time.Now()
+	coordtest.WaitStopped(t, h.cmd.Process.Pid, 10*time.Second)
+	h.send(t, "go")
+	return stopped
+}
+
+// rivalsWrite acquires every name on the rival session at once (each Acquire
+// returns once etcd has expired the stopped holder), checks that each token is
+// newer than the holder's in held, and runs write with the lease, which is
+// released after. It fails the test with the first error, showing what every
+// backend does, once all are done; what names them in the failure of the wait.
+func (w holderWorld) rivalsWrite(ctx context.Context, t *testing.T, names []string, held map[string]coord.Token, what string, write func(l *correctnesslease.Lease, name string) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(names))
+	for _, n := range names {
+		wg.Go(func() {
+			l, err := correctnesslease.Acquire(ctx, w.rival, n)
+			if err != nil {
+				errs <- fmt.Errorf("rival acquire %s: %w", n, err)
+				return
+			}
+			defer l.Release(context.WithoutCancel(ctx))
+			if c, ok := l.Token().Compare(held[n]); !ok || c <= 0 {
+				errs <- fmt.Errorf("rival token %s not newer than the holder's %s", l.Token(), held[n])
+				return
+			}
+			if err := write(l, n); err != nil {
+				errs <- err
+			}
+		})
+	}
+	coordtest.Wait(t, &wg, 60*time.Second, what)
+	close(errs)
+	for err := range errs {
+		dumpActivity(t, w.db)
+		t.Fatal(err)
+	}
 }
 
 // hold sends "<cmd> <names>" and reads the holder's "<reply> <name> <token>"
@@ -142,76 +245,25 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 	if coordtest.Full() {
 		rounds = 30
 	}
-	etcd := coordtest.Etcd(t)
-	db := coordtest.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(rounds, 1))*30*time.Second)
 	defer cancel()
-	f, err := pgfence.New(pgfence.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Migrate(ctx, db.Pool); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Pool.Exec(ctx, `
-		CREATE TABLE writes (name text NOT NULL, writer text NOT NULL, revision bigint NOT NULL);
-		CREATE TABLE rows (name text PRIMARY KEY, last_writer text NOT NULL, writes int NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	tenant := "paused"
-	rival, err := correctnesslease.NewSession(ctx, etcd.Client(t), correctnesslease.Config{Tenant: tenant, TTL: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rival.Close(context.WithoutCancel(ctx))
-
-	h := startHolder(t,
-		envEtcd+"="+strings.Join(etcd.Endpoints, ","), envPG+"="+db.URL+"&application_name=pgfence-holder",
-		envTenant+"="+tenant, envTTL+"="+ttl.String())
+	w := newHolderWorld(ctx, t, pgfence.Config{}, correctnesslease.Config{Tenant: "paused", TTL: 10 * time.Second}, "pgfence-holder", ttl)
+	db, f, h := w.db, w.f, w.h
 
 	var trials, attempted, rejected, metric int
 	var stoppedFor []time.Duration
 	start := time.Now()
 	for r := 0; r < rounds; r++ {
-		names := make([]string, perRound)
-		for i := range names {
-			names[i] = fmt.Sprintf("trial-%03d", r*perRound+i)
-		}
+		names := roundNames("trial", r, perRound)
 		held := h.hold(t, "round", "checked", names)
 		// The holder passed its leadership check and now waits to write: freeze it.
-		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		h.pauses++
-		stopped := time.Now()
-		coordtest.WaitStopped(t, h.cmd.Process.Pid, 10*time.Second) // SIGSTOP is asynchronous
-		h.send(t, "go")                                             // buffered in the pipe; read only after SIGCONT
-
-		var wg sync.WaitGroup
-		errs := make(chan error, perRound)
-		for _, n := range names {
-			wg.Go(func() {
-				l, err := correctnesslease.Acquire(ctx, rival, n) // returns once etcd expired the frozen holder
-				if err != nil {
-					errs <- fmt.Errorf("rival acquire %s: %w", n, err)
-					return
-				}
-				defer l.Release(context.WithoutCancel(ctx))
-				if c, ok := l.Token().Compare(held[n]); !ok || c <= 0 {
-					errs <- fmt.Errorf("rival token %s not newer than the holder's %s", l.Token(), held[n])
-					return
-				}
-				if err := zombieWrite(ctx, f, db.Pool, l.Token(), n, "rival"); err != nil {
-					errs <- fmt.Errorf("rival write %s: %w", n, err)
-				}
-			})
-		}
-		coordtest.Wait(t, &wg, 60*time.Second, "the rivals acquiring and writing while the holder is stopped")
-		close(errs)
-		for err := range errs {
-			dumpActivity(t, db)
-			t.Fatal(err)
-		}
+		stopped := h.stop(t)
+		w.rivalsWrite(ctx, t, names, held, "the rivals acquiring and writing while the holder is stopped", func(l *correctnesslease.Lease, n string) error {
+			if err := zombieWrite(ctx, f, db.Pool, l.Token(), n, "rival"); err != nil {
+				return fmt.Errorf("rival write %s: %w", n, err)
+			}
+			return nil
+		})
 		if st, err := coordtest.ProcessState(h.cmd.Process.Pid); err != nil || st != 'T' {
 			t.Fatalf("holder state %q (%v) after the rivals wrote, want T (stopped)", st, err)
 		}
@@ -246,9 +298,10 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 		(SELECT count(*) FROM rows WHERE last_writer = 'rival' AND writes = 2)`).Scan(&zombieRows, &rivalRows, &rowsRival); err != nil {
 		t.Fatal(err)
 	}
+	shortest, longest := durRange(stoppedFor)
 	t.Logf("paused holder: %d rounds x %d names in %v; holder SIGSTOPped %d times for %v..%v each; "+
 		"zombie writes attempted %d, stale writes accepted %d, rejected %d, coordkit.pgfence.rejected %d",
-		rounds, perRound, time.Since(start).Round(time.Millisecond), h.pauses, minDur(stoppedFor), maxDur(stoppedFor),
+		rounds, perRound, time.Since(start).Round(time.Millisecond), h.pauses, shortest, longest,
 		attempted, zombieRows, rejected, metric)
 	res.Trials = trials
 	res.Faults["holder SIGSTOPped past the TTL"] = h.pauses
@@ -258,7 +311,7 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 	res.Outcome["coordkit.pgfence.rejected counted"] = int64(metric)
 	res.Outcome["rival writes"] = int64(rivalRows)
 	res.Notes = fmt.Sprintf("%d rounds x %d lease names, TTL %v; holder stopped %v..%v per round",
-		rounds, perRound, ttl, minDur(stoppedFor), maxDur(stoppedFor))
+		rounds, perRound, ttl, shortest, longest)
 	want := rounds * perRound
 	switch {
 	case h.pauses != rounds || attempted != want:
@@ -272,26 +325,13 @@ func TestPausedHolderWritesAreRejected(t *testing.T) {
 	}
 }
 
-func minDur(ds []time.Duration) time.Duration {
+// durRange returns the shortest and the longest of ds, to the millisecond (0 and
+// 0 for none).
+func durRange(ds []time.Duration) (shortest, longest time.Duration) {
 	if len(ds) == 0 {
-		return 0
+		return 0, 0
 	}
-	m := ds[0]
-	for _, d := range ds {
-		m = min(m, d)
-	}
-	return m.Round(time.Millisecond)
-}
-
-func maxDur(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	m := ds[0]
-	for _, d := range ds {
-		m = max(m, d)
-	}
-	return m.Round(time.Millisecond)
+	return slices.Min(ds).Round(time.Millisecond), slices.Max(ds).Round(time.Millisecond)
 }
 
 // dumpActivity logs what every backend is doing, to explain a stuck write.

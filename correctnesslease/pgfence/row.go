@@ -1,6 +1,7 @@
 package pgfence
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -41,9 +42,7 @@ type RowSpec struct {
 }
 
 func (spec RowSpec) withDefaults() RowSpec {
-	if spec.FenceColumn == "" {
-		spec.FenceColumn = DefaultFenceColumn
-	}
+	spec.FenceColumn = cmp.Or(spec.FenceColumn, DefaultFenceColumn)
 	return spec
 }
 

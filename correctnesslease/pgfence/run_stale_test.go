@@ -29,12 +29,6 @@ func TestRunStepsDownOnStaleToken(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, "CREATE TABLE ledger (entry text NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	insert := func(entry string) func(context.Context, pgx.Tx) error {
-		return func(ctx context.Context, tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "INSERT INTO ledger VALUES ($1)", entry)
-			return err
-		}
-	}
 	s, err := correctnesslease.NewSession(ctx, cli, correctnesslease.Config{Tenant: "stale-run", TTL: 3 * time.Second, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -68,11 +62,11 @@ func TestRunStepsDownOnStaleToken(t *testing.T) {
 				return err
 			}
 			newer = n
-			if err := f.Exec(ctx, db.Pool, newer, insert("newer holder")); err != nil {
+			if err := f.Exec(ctx, db.Pool, newer, insertInto("ledger", "newer holder")); err != nil {
 				return fmt.Errorf("newer holder's write: %w", err)
 			}
 		}
-		return f.Exec(ctx, db.Pool, tok, insert(tok.String()))
+		return f.Exec(ctx, db.Pool, tok, insertInto("ledger", tok.String()))
 	}, opts)
 	if err != nil {
 		t.Fatalf("Run = %v, want nil (the second term's write succeeds)", err)

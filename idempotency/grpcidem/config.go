@@ -1,6 +1,7 @@
 package grpcidem
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 
@@ -27,9 +28,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults(store *idempotency.Store) Config {
-	if c.Logger == nil {
-		c.Logger = store.Config().Logger
-	}
+	c.Logger = cmp.Or(c.Logger, store.Config().Logger)
 	return c
 }
 

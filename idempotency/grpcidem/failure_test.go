@@ -1,10 +1,8 @@
 package grpcidem_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -15,24 +13,6 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A store failure (here: the key table was never migrated) reaches the client as
 // Unavailable with a fixed message — never the database's own error, which names
 // users, databases and tables — and reaches the log with its cause, once.
@@ -42,7 +22,7 @@ func TestInterceptorHidesStoreErrorsAndLogsThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs coordtest.Buffer
 	e := &env{pool: db.Pool, store: store,
 		client: serve(t, db.Pool, store, grpcidem.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})}
 	_, _, _, err = e.charge("k1", "100")

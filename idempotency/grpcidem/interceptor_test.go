@@ -202,12 +202,10 @@ func TestInterceptorConcurrentSameKey(t *testing.T) {
 	errs := make([]error, n)
 	gate := make(chan struct{})
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-gate
 			ids[i], _, _, errs[i] = e.charge("same", "1")
-		}()
+		})
 	}
 	close(gate)
 	coordtest.Wait(t, &wg, 60*time.Second, "the concurrent calls with one key")

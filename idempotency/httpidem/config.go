@@ -1,6 +1,7 @@
 package httpidem
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 
@@ -64,15 +65,9 @@ func (c Config) withDefaults(store *idempotency.Store) Config {
 	if c.ReplayHeaders == nil {
 		c.ReplayHeaders = DefaultReplayHeaders()
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = int64(store.Config().MaxRequestBytes)
-	}
-	if c.MaxResponseBytes == 0 {
-		c.MaxResponseBytes = store.Config().MaxResponseBytes
-	}
-	if c.Logger == nil {
-		c.Logger = store.Config().Logger
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, int64(store.Config().MaxRequestBytes))
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, store.Config().MaxResponseBytes)
+	c.Logger = cmp.Or(c.Logger, store.Config().Logger)
 	if c.Store == nil {
 		c.Store = storeBelow5xx
 	}

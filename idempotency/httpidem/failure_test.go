@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +66,7 @@ func TestHTTPStoreFailureIsLoggedOnce(t *testing.T) {
 	srv := httptest.NewServer(mw(effectHandler(t)))
 	defer srv.Close()
 	for i := 1; i <= 2; i++ {
-		r := post(t, srv.Client(), srv.URL+"/payments", `"k-`+itoa(int64(i))+`"`, `{}`)
+		r := post(t, srv.Client(), srv.URL+"/payments", `"k-`+strconv.Itoa(i)+`"`, `{}`)
 		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
 			t.Fatalf("request %d: %d %s, want 503 with Retry-After: 1", i, r.status, r.body)
 		}
@@ -76,7 +77,7 @@ func TestHTTPStoreFailureIsLoggedOnce(t *testing.T) {
 			t.Fatalf("after %d failed requests: %d log records, want %d", i, n, i)
 		}
 		line := logs.text(i - 1)
-		if !strings.HasPrefix(line, "ERROR ") || !strings.Contains(line, "does not exist") || !strings.Contains(line, `k-`+itoa(int64(i))) {
+		if !strings.HasPrefix(line, "ERROR ") || !strings.Contains(line, "does not exist") || !strings.Contains(line, `k-`+strconv.Itoa(i)) {
 			t.Fatalf("log record %q: want an ERROR naming the key and the cause (the missing table)", line)
 		}
 	}

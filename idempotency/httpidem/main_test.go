@@ -3,6 +3,7 @@ package httpidem_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,8 +15,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func full() bool { return coordtest.Full() }
 
 type env struct {
 	store *idempotency.Store
@@ -65,10 +64,10 @@ func effectHandler(t testing.TB) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Location", "/payments/"+itoa(id))
+		w.Header().Set("Location", "/payments/"+strconv.FormatInt(id, 10))
 		w.Header().Set("X-Not-Replayed", "1")
 		w.WriteHeader(http.StatusCreated)
-		w.Write([]byte(`{"id":` + itoa(id) + `}`))
+		w.Write([]byte(`{"id":` + strconv.FormatInt(id, 10) + `}`))
 	})
 }
 
@@ -77,16 +76,4 @@ func scopeFromHeader(r *http.Request) (string, error) {
 		return s, nil
 	}
 	return "default", nil
-}
-
-func itoa(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
 }

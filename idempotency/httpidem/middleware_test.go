@@ -199,10 +199,7 @@ func TestHTTPConcurrentSameKey(t *testing.T) {
 	rep := coordtest.NewResult(t, "HTTP: 50 concurrent requests with one Idempotency-Key", coordtest.Faults("duplicate requests on one key", "same key, different body"))
 	defer coordtest.Report(t, rep)
 	const concurrent = 50
-	rounds := 20
-	if full() {
-		rounds = 100
-	}
+	rounds := coordtest.Pick(20, 100)
 	e := newEnv(t, 20, idempotency.Config{WaitTimeout: 500 * time.Millisecond})
 	mw, err := httpidem.Middleware(e.store, httpidem.Config{Scope: scopeFromHeader})
 	if err != nil {
@@ -232,12 +229,10 @@ func TestHTTPConcurrentSameKey(t *testing.T) {
 		var wg sync.WaitGroup
 		gate := make(chan struct{})
 		for i := range concurrent {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				<-gate
 				replies[i] = post(t, c, srv.URL+"/payments", key, `{"amount":1}`, extra...)
-			}()
+			})
 		}
 		close(gate)
 		coordtest.Wait(t, &wg, 60*time.Second, fmt.Sprintf("round %d: the concurrent requests", round))

@@ -13,6 +13,7 @@
 package grpcresolver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -53,18 +54,10 @@ type Config struct {
 // withDefaults returns a copy of c with every zero field set from the
 // Default… constants.
 func (c Config) withDefaults() Config {
-	if c.Scheme == "" {
-		c.Scheme = DefaultScheme
-	}
-	if c.MinRefreshInterval == 0 {
-		c.MinRefreshInterval = DefaultMinRefreshInterval
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Watch.Logger == nil {
-		c.Watch.Logger = c.Logger
-	}
+	c.Scheme = cmp.Or(c.Scheme, DefaultScheme)
+	c.MinRefreshInterval = cmp.Or(c.MinRefreshInterval, DefaultMinRefreshInterval)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Watch.Logger = cmp.Or(c.Watch.Logger, c.Logger)
 	return c
 }
 

@@ -70,8 +70,7 @@ func peers(t *testing.T, cc *grpc.ClientConn, calls int) map[string]int {
 // coord:///{tenant}/api spreads calls over the registered servers and follows
 // registrations and deregistrations.
 func TestChannelFollowsRegistrations(t *testing.T) {
-	e := coordtest.Etcd(t)
-	cli := e.Client(t)
+	cli := coordtest.Etcd(t).Client(t)
 	tenant := "t-channel"
 	a, b := server(t), server(t)
 	register(t, cli, tenant, "a", a, nil)
@@ -176,8 +175,7 @@ func build(t *testing.T, cli *clientv3.Client, target string, cc resolver.Client
 // TestMetadataAsAttributes: each endpoint carries its member (instance and
 // metadata) in its attributes; members without an address are skipped.
 func TestMetadataAsAttributes(t *testing.T) {
-	e := coordtest.Etcd(t)
-	cli := e.Client(t)
+	cli := coordtest.Etcd(t).Client(t)
 	tenant := "t-attrs"
 	register(t, cli, tenant, "a", "10.0.0.1:80", map[string]string{"zone": "eu-1", "weight": "3"})
 	register(t, cli, tenant, "noaddr", "", map[string]string{"role": "worker"})
@@ -201,8 +199,7 @@ func TestMetadataAsAttributes(t *testing.T) {
 // it produces comes from a list at a revision past an unrelated write made
 // after the last change of the service.
 func TestResolveNowRereads(t *testing.T) {
-	e := coordtest.Etcd(t)
-	cli := e.Client(t)
+	cli := coordtest.Etcd(t).Client(t)
 	tenant := "t-resolvenow"
 	register(t, cli, tenant, "a", "10.0.0.1:80", nil)
 	cc := newRecordingCC()
@@ -266,8 +263,7 @@ func TestKeepsAddressesWhileEtcdUnreachable(t *testing.T) {
 }
 
 func TestBadTargets(t *testing.T) {
-	e := coordtest.Etcd(t)
-	cli := e.Client(t)
+	cli := coordtest.Etcd(t).Client(t)
 	b, err := grpcresolver.NewBuilder(cli, grpcresolver.Config{})
 	if err != nil {
 		t.Fatal(err)

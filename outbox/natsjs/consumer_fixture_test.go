@@ -34,21 +34,8 @@ func newConsumerFixture(t *testing.T, dupWindow time.Duration) *consumerFixture 
 	_, js, stream, prefix := jetStream(t, dupWindow)
 	db := coordtest.Postgres(t)
 	ctx := context.Background()
-	ob, err := outbox.New(outbox.Config{Table: "ob", PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tm := newCountingMeter()
-	in, err := outbox.NewInbox(outbox.InboxConfig{Table: "inbox", MeterProvider: tm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ob.Migrate(ctx, db.Pool); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Migrate(ctx, db.Pool); err != nil {
-		t.Fatal(err)
-	}
+	ob, in := outboxAndInbox(t, db.Pool, outbox.Config{Table: "ob", PollInterval: 20 * time.Millisecond}, outbox.InboxConfig{Table: "inbox", MeterProvider: tm})
 	if _, err := db.Pool.Exec(ctx, `CREATE TABLE effects (event_id text PRIMARY KEY, key text NOT NULL, n int NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/coordkit/coordkit/outbox"
 	"github.com/coordkit/coordkit/outbox/natsjs"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
@@ -76,6 +78,27 @@ func (m *countingMeter) sum(name string) float64 {
 		}
 	}
 	return float64(total)
+}
+
+// outboxAndInbox is an outbox of cfg and an inbox of icfg, their tables
+// migrated in db.
+func outboxAndInbox(t *testing.T, db *pgxpool.Pool, cfg outbox.Config, icfg outbox.InboxConfig) (*outbox.Outbox, *outbox.Inbox) {
+	t.Helper()
+	ob, err := outbox.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	in, err := outbox.NewInbox(icfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return ob, in
 }
 
 // newPublisher is natsjs.New, failing the test on its error.

@@ -9,6 +9,7 @@
 package natsjs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,9 +50,7 @@ func (c Config) withDefaults() Config {
 	if c.Subject == nil {
 		c.Subject = func(m outbox.Message) string { return m.Topic }
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	return c
 }
 

@@ -124,18 +124,8 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 	natsURL, js, stream, prefix := jetStream(t, 100*time.Millisecond) // the server minimum; kills come 300 ms after publishing
 	db := coordtest.Postgres(t)
 	ctx := context.Background()
-	ob, err := outbox.New(relayConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ob.Migrate(ctx, db.Pool); err != nil {
-		t.Fatal(err)
-	}
 	tm := newCountingMeter()
-	in, _ := outbox.NewInbox(outbox.InboxConfig{Table: "inbox", MeterProvider: tm})
-	if err := in.Migrate(ctx, db.Pool); err != nil {
-		t.Fatal(err)
-	}
+	ob, in := outboxAndInbox(t, db.Pool, relayConfig(), outbox.InboxConfig{Table: "inbox", MeterProvider: tm})
 	for _, q := range []string{
 		`CREATE TABLE attempts (event_id text NOT NULL, relay text NOT NULL)`,
 		`CREATE TABLE effects (key text NOT NULL, n int NOT NULL, PRIMARY KEY (key, n))`,
@@ -151,9 +141,7 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 	var produced atomic.Int64
 	var pwg sync.WaitGroup
 	for p := range 3 {
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
+		pwg.Go(func() {
 			next := map[string]int{}
 			for i := 0; !stopping.Load(); i++ {
 				key := fmt.Sprintf("p%dk%d", p, i%(keys/3))
@@ -170,7 +158,7 @@ func TestSIGKILLedRelayBetweenPublishAndMark(t *testing.T) {
 				produced.Add(1)
 				time.Sleep(2 * time.Millisecond)
 			}
-		}()
+		})
 	}
 
 	// Consumers: the natsjs helper over a durable pull consumer (MaxAckPending

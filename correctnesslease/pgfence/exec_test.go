@@ -15,6 +15,65 @@ import (
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
+// TestExecRollsBackWhenFnPanics: a panicking fn must not leave its transaction
+// open. The fence row stays locked until the transaction ends, so a leaked
+// transaction would block every later holder of the lease.
+func TestExecRollsBackWhenFnPanics(t *testing.T) {
+	f, db, _ := newFence(t, pgfence.Config{})
+	ctx := testCtx(t)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("fn's panic did not reach the caller")
+			}
+		}()
+		_ = f.Exec(ctx, db.Pool, tok(t, "/p@10"), func(context.Context, pgx.Tx) error { panic("boom") })
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := f.Exec(wctx, db.Pool, tok(t, "/p@11"), func(context.Context, pgx.Tx) error { return nil }); err != nil {
+		t.Fatalf("the next holder's Exec = %v: the panicked transaction still holds the fence row", err)
+	}
+}
+
+// The network to the database goes silent while the fenced transaction is open
+// and ctx ends: Exec's rollback must not wait for an answer that never comes.
+// Exec returns soon after ctx (its rollback is bounded), instead of blocking the
+// holder — and its step-down — until TCP gives up (about 15 minutes). IdleTimeout
+// is off: the server ending the session would reach the client through the proxy
+// as a close, which a real partition does not deliver.
+func TestExecReturnsWhenTheNetworkIsSilent(t *testing.T) {
+	f, db, _ := newFence(t, pgfence.Config{Logger: quietLogger(), IdleTimeout: -1})
+	pool, proxy := coordtest.ProxiedPool(t, db, 1)
+	ctx, cancel := context.WithTimeout(testCtx(t), time.Second)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	done := make(chan error, 1)
+	go func() {
+		done <- f.Exec(ctx, pool, tok(t, "/tenants/t/elections/billing@5"), func(ctx context.Context, tx pgx.Tx) error {
+			proxy.Blackhole() // from here on the database answers nothing
+			<-ctx.Done()
+			return ctx.Err()
+		})
+	}()
+	const bound = 30 * time.Second // pgtx.RollbackTimeout (5s) and then some, on a loaded machine
+	select {
+	case err := <-done:
+		t.Logf("Exec returned %v after ctx's deadline", time.Since(deadline))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Exec = %v, want fn's context.DeadlineExceeded", err)
+		}
+	case <-time.After(bound):
+		proxy.Cut() // free the blocked rollback, so the test ends
+		<-done
+		t.Fatalf("Exec still blocked %v after its ctx ended: its rollback waits without bound on a silent network", bound)
+	}
+	if st := proxy.Stats(); st.Blackholes != 1 || st.DroppedBytes == 0 {
+		t.Fatalf("proxy %+v: the rollback was not swallowed by a silent network", st)
+	}
+	proxy.Cut() // the server side of the dead connection: end its transaction now
+}
+
 // TestExecCommitUnknown: the connection is cut while Exec's COMMIT is in flight —
 // in even trials before the server sees it (nothing committed), in odd trials once
 // the commit is visible on the server while its answer is held in the proxy
@@ -48,7 +107,9 @@ func TestExecCommitUnknown(t *testing.T) {
 		afterCommit := i%2 == 1
 		cut := make(chan struct{})
 		cutsBefore := proxy.Stats().Cut
+		ran := false
 		err := f.Exec(ctx, pool, tok(t, "/tenants/t/elections/billing@5"), func(ctx context.Context, tx pgx.Tx) error {
+			ran = true
 			if _, err := tx.Exec(ctx, "INSERT INTO charges VALUES ($1)", id); err != nil {
 				return err
 			}
@@ -67,8 +128,15 @@ func TestExecCommitUnknown(t *testing.T) {
 			}()
 			return nil
 		})
-		coordtest.Recv(t, cut, 30*time.Second, fmt.Sprintf("trial %d: the cut during COMMIT (Exec returned %v; did fn run?)", i, err))
+		if !ran {
+			t.Fatalf("trial %d: Exec returned %v before fn ran: no cutter started", i, err)
+		}
+		coordtest.Recv(t, cut, 30*time.Second, fmt.Sprintf("trial %d: the cut during COMMIT (Exec returned %v)", i, err))
 		proxy.Heal()
+		// An Exec answered before the cut (late, below) left the cut connection
+		// idle in the pool, where pgx has not seen it close: the next trial's
+		// BEGIN would fail on it. Every trial starts on a fresh connection.
+		pool.Reset()
 		if proxy.Stats().Cut == cutsBefore {
 			t.Fatalf("trial %d: the proxy cut nothing", i)
 		}
