@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"time"
@@ -14,8 +16,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/coordkit/coordkit/correctnesslease/pgfence"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
+
+// quiet is the logger of the SDK's components here: the demo tells its story
+// in steps, not in their logs.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // env is what every part shares: an embedded etcd and a private PostgreSQL schema.
 type env struct {
@@ -93,4 +100,20 @@ func (e *env) close() {
 	}
 	e.stopEtcd()
 	os.RemoveAll(e.etcdDir)
+}
+
+// setUp creates a fenced scenario's tables (schema) and the fence's, with cfg;
+// it returns what failed, "" when nothing did.
+func (e *env) setUp(ctx context.Context, schema string, cfg pgfence.Config) string {
+	if _, err := e.pool.Exec(ctx, schema); err != nil {
+		return "setup failed: " + err.Error()
+	}
+	fence, err := pgfence.New(cfg)
+	if err != nil {
+		return err.Error()
+	}
+	if err := fence.Migrate(ctx, e.pool); err != nil {
+		return "migrate: " + err.Error()
+	}
+	return ""
 }

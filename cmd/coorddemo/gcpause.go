@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -33,15 +31,8 @@ CREATE TABLE charges (customer int NOT NULL, scheduler text NOT NULL, token text
 // lease; the standby takes over and finishes the run; the old leader resumes and
 // its charge arrives with its old token — pgfence rejects it.
 func runGCPause(ctx context.Context, e *env) (string, bool) {
-	if _, err := e.pool.Exec(ctx, fmt.Sprintf(gcSchema, gcCustomers)); err != nil {
-		return "setup failed: " + err.Error(), false
-	}
-	fence, err := pgfence.New(pgfence.Config{})
-	if err != nil {
-		return err.Error(), false
-	}
-	if err := fence.Migrate(ctx, e.pool); err != nil {
-		return "migrate: " + err.Error(), false
+	if failed := e.setUp(ctx, fmt.Sprintf(gcSchema, gcCustomers), pgfence.Config{}); failed != "" {
+		return failed, false
 	}
 	step("two billing schedulers, A and B, campaign for lease \"billing\" (TTL %v; production default 15 s)", gcTTL)
 	events := make(chan event, 256)
@@ -123,7 +114,7 @@ func runGCPause(ctx context.Context, e *env) (string, bool) {
 	}
 
 	var customers, twice, charged int
-	err = e.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE n > 1), coalesce(sum(n), 0)
+	err := e.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE n > 1), coalesce(sum(n), 0)
 		FROM (SELECT c.id, count(ch.customer) AS n FROM customers c LEFT JOIN charges ch ON ch.customer = c.id GROUP BY c.id) x
 		WHERE n > 0`).Scan(&customers, &twice, &charged)
 	if err != nil {
@@ -143,7 +134,6 @@ func runScheduler(args []string) int {
 	}
 	defer cli.Close()
 	defer pool.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fence, err := pgfence.New(pgfence.Config{Logger: quiet})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -41,15 +39,8 @@ CREATE TABLE order_writes (partition int NOT NULL, seq bigint NOT NULL, token bi
 // B and C, the rest never stop; when A resumes, its late writes carry the old
 // tokens and pgfence rejects every one.
 func runOwnership(ctx context.Context, e *env) (string, bool) {
-	if _, err := e.pool.Exec(ctx, fmt.Sprintf(ownSchema, ownPartitions-1)); err != nil {
-		return "setup failed: " + err.Error(), false
-	}
-	fence, err := pgfence.New(pgfence.Config{LeaseTTL: ownTTL})
-	if err != nil {
-		return err.Error(), false
-	}
-	if err := fence.Migrate(ctx, e.pool); err != nil {
-		return "migrate: " + err.Error(), false
+	if failed := e.setUp(ctx, fmt.Sprintf(ownSchema, ownPartitions-1), pgfence.Config{LeaseTTL: ownTTL}); failed != "" {
+		return failed, false
 	}
 	cli, err := e.etcdClient()
 	if err != nil {
@@ -225,7 +216,6 @@ func runOwner(args []string) int {
 	}
 	defer cli.Close()
 	defer pool.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fence, err := pgfence.New(pgfence.Config{LeaseTTL: ownTTL, Logger: quiet})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -19,7 +18,6 @@ import (
 // client times out and retries with the same key — the retry waits for the first
 // request and replays its response; a reuse of the key for another amount is 422.
 func runPayment(ctx context.Context, e *env) (string, bool) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store, err := idempotency.New(e.pool, idempotency.Config{Table: "payment_keys", Logger: quiet})
 	if err != nil {
 		return err.Error(), false

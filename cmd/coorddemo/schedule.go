@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -41,15 +39,8 @@ CREATE TABLE billing_charges (customer int NOT NULL, run text NOT NULL, schedule
 // remaining batches from the last committed one; A wakes and its charges are
 // rejected. Charges = customers; fire records = scheduled runs.
 func runMonthly(ctx context.Context, e *env) (string, bool) {
-	if _, err := e.pool.Exec(ctx, fmt.Sprintf(runSchema, runCustomers)); err != nil {
-		return "setup failed: " + err.Error(), false
-	}
-	fence, err := pgfence.New(pgfence.Config{})
-	if err != nil {
-		return err.Error(), false
-	}
-	if err := fence.Migrate(ctx, e.pool); err != nil {
-		return "migrate: " + err.Error(), false
+	if failed := e.setUp(ctx, fmt.Sprintf(runSchema, runCustomers), pgfence.Config{}); failed != "" {
+		return failed, false
 	}
 	admin, err := schedule.NewAdmin(e.pool, schedule.Config{Tenant: "demo", Partitions: 1})
 	if err != nil {
@@ -139,7 +130,6 @@ func runBillingScheduler(args []string) int {
 	}
 	defer cli.Close()
 	defer pool.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	clock := offsetClock{offset: runStory.Sub(time.Unix(0, startNS))}
 	s, err := schedule.New(cli, pool, schedule.Config{Tenant: "demo", Partitions: 1, Clock: clock, Logger: quiet, PollInterval: 500 * time.Millisecond})
 	if err != nil {

@@ -19,46 +19,7 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/vetutil"
 )
 
-// shared are the directories that live for the whole test binary (the built
-// command, the vetted module); TestMain removes them.
-var shared []string
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, dir := range shared {
-		os.RemoveAll(dir)
-	}
-	os.Exit(code)
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// buildCoordvet builds this command, the binary users install, once per run:
-// without -race even under scripts/test.sh (GOFLAGS=-race), as users build it —
-// race-instrumented it analyses the SDK about ten times slower.
-func buildCoordvet(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "coordvet-e2e-")
-		shared = append(shared, dir)
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "coordvet")
-		if out, err := exec.Command("go", "build", "-race=false", "-o", binPath, ".").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { vettest.Main(m) }
 
 // e2eModule lays out a temporary module over the real SDK (vettest.WriteSDKModule)
 // with testdata/e2e as e2e/... and testdata/corpus as corpus/....
@@ -159,7 +120,7 @@ var (
 // -today pinned so the corpus's exceptions are judged on a fixed date.
 func vetModule(t *testing.T) (vetRun, string) {
 	t.Helper()
-	bin := buildCoordvet(t)
+	bin := vettest.Coordvet(t)
 	moduleOnce.Do(func() {
 		moduleDir = e2eModule(&onceTB{t})
 		moduleRun = runTool(t, moduleDir, exec.Command("go", "vet", "-vettool="+bin, "-today="+vettest.Today, "./..."), modMod(), "GOWORK=off")
@@ -174,8 +135,7 @@ func vetModule(t *testing.T) (vetRun, string) {
 type onceTB struct{ *testing.T }
 
 func (o *onceTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "coordvet-module-")
-	shared = append(shared, dir)
+	dir, err := vettest.SharedDir("coordvet-module-")
 	if err != nil {
 		o.Fatal(err)
 	}
@@ -252,7 +212,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Logf("%d findings as expected, go vet -vettool over e2e+corpus took %v", len(got), run.took.Round(time.Millisecond))
 
 	// The same binary standalone (go/packages loading, tests included).
-	bin := buildCoordvet(t)
+	bin := vettest.Coordvet(t)
 	alone := runTool(t, dir, exec.Command(bin, "-today="+vettest.Today, "./e2e/..."), modMod(), "GOWORK=off")
 	if !slices.Equal(alone.found, want) {
 		t.Fatalf("standalone findings differ\n got: %v\nwant: %v\noutput:\n%s", alone.found, want, alone.out)
@@ -333,7 +293,7 @@ func TestRepositoryIsClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := buildCoordvet(t)
+	bin := vettest.Coordvet(t)
 	for _, mod := range []string{".", "bench"} {
 		dir := filepath.Join(root, mod)
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
@@ -357,7 +317,7 @@ func TestRepositoryIsClean(t *testing.T) {
 // replaying the cached verdict.
 func TestVetCacheSeesExpiry(t *testing.T) {
 	_, dir := vetModule(t)
-	bin := buildCoordvet(t)
+	bin := vettest.Coordvet(t)
 	vetOn := func(day string) vetRun {
 		return runTool(t, dir, exec.Command("go", "vet", "-vettool="+bin, "./corpus/exceptions"), modMod(), "GOWORK=off", "COORDVET_TODAY="+day)
 	}

@@ -10,12 +10,6 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/vettest"
 )
 
-func TestDualWrite(t *testing.T) {
-	analysistest.Run(t, vettest.TestData(t), dualwrite.Analyzer,
-		"dualwrite/bad", "dualwrite/good", "dualwrite/deep", "dualwrite/iface", "dualwrite/units",
-		"github.com/coordkit/coordkit/outbox/relay")
-}
-
 // TestBrokersFlag extends the broker list the way -dualwrite.brokers does.
 func TestBrokersFlag(t *testing.T) {
 	a := dualwrite.New(effects.NewSet())

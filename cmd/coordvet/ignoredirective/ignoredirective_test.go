@@ -10,10 +10,6 @@ import (
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/vettest"
 )
 
-func TestIgnoreDirective(t *testing.T) {
-	analysistest.Run(t, vettest.TestData(t), ignoredirective.Analyzer, "ignoredirective/a", "ignoredirective/gen")
-}
-
 // TestTypoFix: the nearest check name is the suggested fix.
 func TestTypoFix(t *testing.T) {
 	analysistest.RunWithSuggestedFixes(t, vettest.TestData(t), ignoredirective.Analyzer, "ignoredirective/fix")

@@ -50,11 +50,17 @@ type ParkedSelection struct {
 
 // String is the selection as the audit row's target records it.
 func (s ParkedSelection) String() string {
-	if len(s.IDs) > 0 {
-		return fmt.Sprintf("ids=%d", len(s.IDs))
+	return selectionText(s.IDs, [][2]string{{"key", s.Filter.Key}, {"topic", s.Filter.Topic}, {"type", s.Filter.Type}, {"search", s.Filter.Search}})
+}
+
+// selectionText is a selection as the audit row's target records it: how many
+// ids it names, else its filter's non-empty fields (name=value), else "all".
+func selectionText(ids []string, filter [][2]string) string {
+	if len(ids) > 0 {
+		return fmt.Sprintf("ids=%d", len(ids))
 	}
 	var parts []string
-	for _, kv := range [][2]string{{"key", s.Filter.Key}, {"topic", s.Filter.Topic}, {"type", s.Filter.Type}, {"search", s.Filter.Search}} {
+	for _, kv := range filter {
 		if kv[1] != "" {
 			parts = append(parts, kv[0]+"="+kv[1])
 		}
@@ -171,25 +177,11 @@ type SagaSelection struct {
 
 // String is the selection as the audit row's target records it.
 func (s SagaSelection) String() string {
-	if len(s.IDs) > 0 {
-		return fmt.Sprintf("ids=%d", len(s.IDs))
-	}
-	var parts []string
-	if len(s.Filter.States) > 0 {
-		parts = append(parts, "state="+strings.Join(s.Filter.States, ","))
-	}
-	for _, kv := range [][2]string{{"type", s.Filter.Type}, {"search", s.Filter.Search}} {
-		if kv[1] != "" {
-			parts = append(parts, kv[0]+"="+kv[1])
-		}
-	}
+	older := ""
 	if s.Filter.OlderThan > 0 {
-		parts = append(parts, "older-than="+s.Filter.OlderThan.String())
+		older = s.Filter.OlderThan.String()
 	}
-	if len(parts) == 0 {
-		return "all"
-	}
-	return strings.Join(parts, " ")
+	return selectionText(s.IDs, [][2]string{{"state", strings.Join(s.Filter.States, ",")}, {"type", s.Filter.Type}, {"search", s.Filter.Search}, {"older-than", older}})
 }
 
 // SagaRetryBulk makes every running or compensating saga sel selects due now,
@@ -283,24 +275,9 @@ func (b *bulkSet) add(id, version string, v any) {
 // compare the selection's version, apply, audit once, commit.
 func (a *Admin) bulk(ctx context.Context, ch *BulkChange, req Request, read func(context.Context, pgx.Tx) (bulkSet, error)) (BulkChange, error) {
 	start := time.Now()
-	if err := audit.CheckActor(req.Actor); err != nil {
-		return BulkChange{}, err
-	}
-	if err := audit.CheckReason(req.Reason); err != nil {
-		return BulkChange{}, err
-	}
-	pool, err := a.db(ctx)
+	tx, err := a.begin(ctx, req, ch.Action, ch.Target)
 	if err != nil {
 		return BulkChange{}, err
-	}
-	if !req.DryRun {
-		if err := a.trail.Ready(ctx, pool); err != nil {
-			return BulkChange{}, err
-		}
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return BulkChange{}, fmt.Errorf("coordctl: %s %s: begin: %w", ch.Action, ch.Target, err)
 	}
 	defer pgtx.Rollback(ctx, tx)
 	set, err := read(ctx, tx)

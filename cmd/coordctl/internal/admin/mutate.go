@@ -76,29 +76,40 @@ type op struct {
 	after func(ctx context.Context, tx pgx.Tx) (any, error)
 }
 
+// begin checks req's actor and reason and begins the transaction of a change
+// (action on target, for the error); unless req is a dry run, the audit table
+// must be ready first.
+func (a *Admin) begin(ctx context.Context, req Request, action, target string) (pgx.Tx, error) {
+	if err := audit.CheckActor(req.Actor); err != nil {
+		return nil, err
+	}
+	if err := audit.CheckReason(req.Reason); err != nil {
+		return nil, err
+	}
+	pool, err := a.db(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !req.DryRun {
+		if err := a.trail.Ready(ctx, pool); err != nil {
+			return nil, err
+		}
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("coordctl: %s %s: begin: %w", action, target, err)
+	}
+	return tx, nil
+}
+
 // mutate is the one way coordctl changes anything: check the request, begin,
 // lock and read the object, compare its version with the one shown, apply, read
 // the result, record the audit row, commit, log. A dry run rolls back instead of
 // recording and committing.
 func (a *Admin) mutate(ctx context.Context, o op, req Request) (Change, error) {
-	if err := audit.CheckActor(req.Actor); err != nil {
-		return Change{}, err
-	}
-	if err := audit.CheckReason(req.Reason); err != nil {
-		return Change{}, err
-	}
-	pool, err := a.db(ctx)
+	tx, err := a.begin(ctx, req, o.action, o.target)
 	if err != nil {
 		return Change{}, err
-	}
-	if !req.DryRun {
-		if err := a.trail.Ready(ctx, pool); err != nil {
-			return Change{}, err
-		}
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return Change{}, fmt.Errorf("coordctl: %s %s: begin: %w", o.action, o.target, err)
 	}
 	defer pgtx.Rollback(ctx, tx)
 

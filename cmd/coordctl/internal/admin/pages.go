@@ -30,6 +30,18 @@ type SagaPage struct {
 	Next string `json:"next,omitempty"`
 }
 
+// pageLimit is the size of a page asked for with limit: DefaultPageSize for 0,
+// an *ArgError outside [1, MaxPageSize].
+func pageLimit(limit int) (int, error) {
+	if limit == 0 {
+		return DefaultPageSize, nil
+	}
+	if limit < 0 || limit > MaxPageSize {
+		return 0, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
+	}
+	return limit, nil
+}
+
 // SagaPage reads one page of the sagas f selects (keyset: f.After is the
 // previous page's Next) and the counts per state, in two queries.
 func (a *Admin) SagaPage(ctx context.Context, f SagaFilter) (SagaPage, error) {
@@ -37,11 +49,8 @@ func (a *Admin) SagaPage(ctx context.Context, f SagaFilter) (SagaPage, error) {
 	if err != nil {
 		return SagaPage{}, err
 	}
-	if f.Limit == 0 {
-		f.Limit = DefaultPageSize
-	}
-	if f.Limit < 0 || f.Limit > MaxPageSize {
-		return SagaPage{}, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
+	if f.Limit, err = pageLimit(f.Limit); err != nil {
+		return SagaPage{}, err
 	}
 	opts := f.opts()
 	all := *opts
@@ -145,11 +154,8 @@ func (a *Admin) ParkedPage(ctx context.Context, f ParkedFilter) (ParkedPage, err
 	if err != nil {
 		return ParkedPage{}, err
 	}
-	if f.Limit == 0 {
-		f.Limit = DefaultPageSize
-	}
-	if f.Limit < 0 || f.Limit > MaxPageSize {
-		return ParkedPage{}, &ArgError{Arg: "limit", Reason: "outside [1, 1000]"}
+	if f.Limit, err = pageLimit(f.Limit); err != nil {
+		return ParkedPage{}, err
 	}
 	var res outbox.ParkedListResult
 	var p ParkedPage

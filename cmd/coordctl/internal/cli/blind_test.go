@@ -33,8 +33,7 @@ func closedAddr(t *testing.T) string {
 // and the command exits ExitBlind. With etcd down too, it says so within the
 // part timeout instead of waiting out the command timeout.
 func TestOverviewWhenBlindSaysUnknownAndExitsNonZero(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	r := newRunner(t, e)
 	r.env["DATABASE_URL"] = "postgres://postgres@" + closedAddr(t) + "/postgres?sslmode=disable&connect_timeout=1"
 
@@ -97,8 +96,7 @@ func TestOverviewWhenBlindSaysUnknownAndExitsNonZero(t *testing.T) {
 // is no coordkit lease, or has no fence row, instead of creating one; -o json
 // errors are JSON.
 func TestArgumentsSubcommandsAndTerminals(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	r := newRunner(t, e)
 	for _, c := range []struct {
 		args []string

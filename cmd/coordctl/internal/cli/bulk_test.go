@@ -18,8 +18,7 @@ import (
 // audited), and applies to all 5,000 in under 10 s as ONE audited operation
 // with its row count; the list pages through them with "N of M".
 func TestBulkRequeueOf5000ParkedEvents(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	const n, key = 5000, "invoice-batch-42"
 	e.ParkMany(t, n, key, "schema registry: subject orders-value not found")
 	r := newRunner(t, e)

@@ -60,8 +60,7 @@ func (r *runner) decode(v any, args ...string) {
 // TestReadCommandsAgainstRealServers runs every read command against the seeded
 // world and checks what it reports, in JSON and as a table.
 func TestReadCommandsAgainstRealServers(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	r := newRunner(t, e)
 	tok := e.Holder.Token()
 
@@ -278,8 +277,7 @@ func auditRows(t *testing.T, e *testenv.Env) []string {
 // audit row; a change on a state that moved since it was shown is refused (exit
 // 3) and recorded as a conflict; every applied change has its audit row.
 func TestMutationsAreConfirmedAuditedAndCompareAndSet(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	r := newRunner(t, e)
 	_, v0 := sagaRow(t, e, testenv.StuckSaga)
 	retry := []string{"saga", "retry", testenv.StuckSaga, "--reason", "provider is back"}

@@ -179,11 +179,7 @@ func parkedDoc(v any) view.Doc {
 	case admin.ParkedEvent:
 		return view.ParkedEvent(p)
 	case admin.ParkedOutcome:
-		state := "deleted (discarded)"
-		if p.Requeued {
-			state = "back in the outbox at its original position: its key flows again"
-		}
-		return view.Doc{{Fields: [][2]string{{"ID", p.ID}, {"Parked", map[bool]string{true: "yes", false: "no"}[p.Parked]}, {"Now", state}}}}
+		return view.ParkedOutcome(p)
 	}
 	return nil
 }

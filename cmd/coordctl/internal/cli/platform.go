@@ -24,15 +24,9 @@ func (a *app) auditCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List audit rows, newest first",
 		Args:  args(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			es, err := a.adm.Audit(ctx, admin.AuditFilter{Target: target, Actor: actor, Before: before, Limit: limit})
-			if err != nil {
-				return err
-			}
-			return a.print(es, view.Audit(es))
-		},
+		RunE: show(a, func(ctx context.Context, _ []string) ([]admin.AuditEntry, error) {
+			return a.adm.Audit(ctx, admin.AuditFilter{Target: target, Actor: actor, Before: before, Limit: limit})
+		}, view.Audit),
 	}
 	list.Flags().StringVar(&target, "target", "", "only this target (a saga id, event id or lease)")
 	list.Flags().StringVar(&actor, "actor", "", "only this actor")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
@@ -77,16 +78,10 @@ instance, address, metadata, etcd lease and the revision it registered at. Witho
 arguments, every service of every tenant; with TENANT, that tenant's services; with
 TENANT SERVICE, that service (shown even when nobody is registered).`,
 		Args: argsUpTo(2, "[TENANT [SERVICE]]"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: show(a, func(ctx context.Context, arg []string) ([]admin.Service, error) {
 			arg = append(arg, "", "")
-			ss, err := a.adm.Members(ctx, arg[0], arg[1])
-			if err != nil {
-				return err
-			}
-			return a.print(ss, view.Members(ss))
-		},
+			return a.adm.Members(ctx, arg[0], arg[1])
+		}, view.Members),
 	}
 }
 
@@ -100,16 +95,10 @@ assignment gives it to, the holder's fencing token and the revision it holds it
 since, and how many members wait for it. Without arguments, every group of every
 tenant; with TENANT, that tenant's groups; with TENANT GROUP, that group.`,
 		Args: argsUpTo(2, "[TENANT [GROUP]]"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: show(a, func(ctx context.Context, arg []string) ([]admin.OwnershipMap, error) {
 			arg = append(arg, "", "")
-			ms, err := a.adm.Ownership(ctx, arg[0], arg[1])
-			if err != nil {
-				return err
-			}
-			return a.print(ms, view.Ownership(ms))
-		},
+			return a.adm.Ownership(ctx, arg[0], arg[1])
+		}, view.Ownership),
 	}
 	c.AddCommand(m)
 	return c
@@ -123,15 +112,9 @@ func (a *app) fencesCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List fence rows",
 		Args:  args(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			fs, err := a.adm.FencesAfter(ctx, prefix, after, limit)
-			if err != nil {
-				return err
-			}
-			return a.print(fs, view.Fences(fs))
-		},
+		RunE: show(a, func(ctx context.Context, _ []string) ([]admin.Fence, error) {
+			return a.adm.FencesAfter(ctx, prefix, after, limit)
+		}, view.Fences),
 	}
 	list.Flags().StringVar(&prefix, "prefix", "", "only leases starting with this (e.g. /tenants/acme/)")
 	list.Flags().StringVar(&after, "after", "", "the page after this lease (the last one a list printed)")
@@ -140,15 +123,7 @@ func (a *app) fencesCmd() *cobra.Command {
 		Use:   "get LEASE",
 		Short: "Show one lease's fence row and its audited resets",
 		Args:  args(1, "LEASE (/tenants/T/elections/NAME)"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			f, err := a.adm.Fence(ctx, arg[0])
-			if err != nil {
-				return err
-			}
-			return a.print(f, view.Fence(f))
-		},
+		RunE:  show(a, func(ctx context.Context, arg []string) (admin.Fence, error) { return a.adm.Fence(ctx, arg[0]) }, view.Fence),
 	}
 	c.AddCommand(list, get, a.fenceResetCmd())
 	return c
@@ -160,15 +135,7 @@ func (a *app) outboxCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Backlog, oldest pending age, publish lag, parked events by key",
 		Args:  args(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			s, err := a.adm.OutboxStatus(ctx)
-			if err != nil {
-				return err
-			}
-			return a.print(s, view.OutboxStatus(s))
-		},
+		RunE:  show(a, func(ctx context.Context, _ []string) (admin.OutboxStatus, error) { return a.adm.OutboxStatus(ctx) }, view.OutboxStatus),
 	}
 	parked := &cobra.Command{Use: "parked", Short: "Events the relay parked (dead letters): list, requeue, discard"}
 	var pf admin.ParkedFilter
@@ -176,15 +143,7 @@ func (a *app) outboxCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List parked events in outbox order, a page at a time, with how many match",
 		Args:  args(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			p, err := a.adm.ParkedPage(ctx, pf)
-			if err != nil {
-				return err
-			}
-			return a.print(p, view.ParkedPage(p))
-		},
+		RunE:  show(a, func(ctx context.Context, _ []string) (admin.ParkedPage, error) { return a.adm.ParkedPage(ctx, pf) }, view.ParkedPage),
 	}
 	list.Flags().StringVar(&pf.Key, "key", "", "only this key")
 	list.Flags().StringVar(&pf.Topic, "topic", "", "only this topic")
@@ -204,15 +163,7 @@ func (a *app) sagaCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List sagas oldest in their state first, a page at a time, with counts per state",
 		Args:  args(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			p, err := a.adm.SagaPage(ctx, f)
-			if err != nil {
-				return err
-			}
-			return a.print(p, view.SagaPage(p))
-		},
+		RunE:  show(a, func(ctx context.Context, _ []string) (admin.SagaPage, error) { return a.adm.SagaPage(ctx, f) }, view.SagaPage),
 	}
 	list.Flags().StringSliceVar(&f.States, "state", nil, "only these states: running, compensating, completed, compensated, needs_human")
 	list.Flags().StringVar(&f.Type, "type", "", "only this saga type")
@@ -226,15 +177,7 @@ func (a *app) sagaCmd() *cobra.Command {
 		Use:   "get ID",
 		Short: "Show a saga: its steps with attempts and errors, and its version",
 		Args:  args(1, "ID"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			s, err := a.adm.Saga(ctx, arg[0])
-			if err != nil {
-				return err
-			}
-			return a.print(s, view.Saga(s))
-		},
+		RunE:  show(a, func(ctx context.Context, arg []string) (admin.Saga, error) { return a.adm.Saga(ctx, arg[0]) }, view.Saga),
 	}
 	c.AddCommand(list, get, a.sagaRetryCmd(), a.sagaResolveCmd(), a.sagaCancelCmd())
 	return c
@@ -246,15 +189,7 @@ func (a *app) idemCmd() *cobra.Command {
 		Use:   "get SCOPE KEY",
 		Short: "Show one key's state and stored response metadata",
 		Args:  args(2, "SCOPE KEY"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			k, err := a.adm.Idem(ctx, arg[0], arg[1])
-			if err != nil {
-				return err
-			}
-			return a.print(k, view.Idem(k))
-		},
+		RunE:  show(a, func(ctx context.Context, arg []string) (admin.IdemKey, error) { return a.adm.Idem(ctx, arg[0], arg[1]) }, view.Idem),
 	}
 	c.AddCommand(get)
 	return c
@@ -291,15 +226,9 @@ func (a *app) configCmd() *cobra.Command {
 		Use:   "staleness STATE_FILE",
 		Short: "Read a service's last-known-good state file (failstatic Config.StatePath) and compare it with etcd",
 		Args:  args(1, "STATE_FILE"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			s, err := a.adm.ConfigStaleness(ctx, arg[0])
-			if err != nil {
-				return err
-			}
-			return a.print(s, view.Staleness(s))
-		},
+		RunE: show(a, func(ctx context.Context, arg []string) (admin.Staleness, error) {
+			return a.adm.ConfigStaleness(ctx, arg[0])
+		}, view.Staleness),
 	}
 	c.AddCommand(get, staleness)
 	return c

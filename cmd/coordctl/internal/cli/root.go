@@ -237,6 +237,20 @@ func (a *app) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), a.g.commandTimeout)
 }
 
+// show is the RunE of a command that reads: read, bounded by the command
+// timeout, then print what it read (render is its table).
+func show[T any](a *app, read func(ctx context.Context, arg []string) (T, error), render func(T) view.Doc) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, arg []string) error {
+		ctx, cancel := a.ctx(cmd)
+		defer cancel()
+		v, err := read(ctx, arg)
+		if err != nil {
+			return err
+		}
+		return a.print(v, render(v))
+	}
+}
+
 // print writes v as JSON, or doc as a table.
 func (a *app) print(v any, doc view.Doc) error {
 	if a.g.output == "json" {

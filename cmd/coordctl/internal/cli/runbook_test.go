@@ -107,8 +107,7 @@ func runRunbook(t *testing.T, r *runner, file string, vars map[string]map[string
 // now names its coordctl command and its console click, and every command is
 // run here, as written, against a world in that state, with its effect checked.
 func TestRunbooksNameTheCommandThatFixes(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	e.StartMany(t, 3, "refund", "refund", "needs_human", "ledger: account 9921 is LOCKED")
 	e.StartMany(t, 40, "payout", "payout", "compensating", "ledger: account 4411 is LOCKED")
 	e.ParkMany(t, 20, "invoice-batch-42", "schema registry: subject orders-value not found")

@@ -18,30 +18,18 @@ func (a *app) scheduleCmd() *cobra.Command {
 		Use:   "list [TENANT]",
 		Short: "Every job with its schedule, last fire and outcome, last success, next fire",
 		Args:  argsUpTo(1, "[TENANT]"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
+		RunE: show(a, func(ctx context.Context, arg []string) ([]admin.ScheduleJob, error) {
 			arg = append(arg, "")
-			js, err := a.adm.ScheduleJobList(ctx, arg[0])
-			if err != nil {
-				return err
-			}
-			return a.print(js, view.ScheduleJobs(js))
-		},
+			return a.adm.ScheduleJobList(ctx, arg[0])
+		}, view.ScheduleJobs),
 	}
 	get := &cobra.Command{
 		Use:   "get TENANT JOB",
 		Short: "One job: its schedule and policies, last and next fires, unfinished runs",
 		Args:  args(2, "TENANT JOB"),
-		RunE: func(cmd *cobra.Command, arg []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			j, err := a.adm.ScheduleJobGet(ctx, arg[0], arg[1])
-			if err != nil {
-				return err
-			}
-			return a.print(j, view.ScheduleJob(j))
-		},
+		RunE: show(a, func(ctx context.Context, arg []string) (admin.ScheduleJob, error) {
+			return a.adm.ScheduleJobGet(ctx, arg[0], arg[1])
+		}, view.ScheduleJob),
 	}
 	c.AddCommand(list, get)
 	for _, verb := range admin.ScheduleVerbs {

@@ -8,31 +8,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/cli"
 	"github.com/coordkit/coordkit/cmd/coordctl/internal/testenv"
+	"github.com/coordkit/coordkit/testing/coordtest"
 )
-
-// lockedBuffer is a buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 var listening = regexp.MustCompile(`console listening" url=(\S+)`)
 
@@ -53,7 +35,7 @@ func TestServeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr coordtest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile}, cli.IO{

@@ -20,8 +20,7 @@ import (
 // RFC's quotas, with etcd's health beside it; without Prometheus the watches
 // are unknown, never 0; with the members' metrics unreachable it exits 5.
 func TestTenantsAgainstTheQuotas(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	ctx := testenv.Ctx(t)
 	if _, err := e.Cli.Put(ctx, "/tenants/bigco/config/catalog", strings.Repeat("x", 70<<10)); err != nil {
 		t.Fatal(err)

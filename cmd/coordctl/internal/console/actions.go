@@ -100,11 +100,7 @@ func docOf(v any) view.Doc {
 	case admin.ParkedEvent:
 		return view.ParkedEvent(x)
 	case admin.ParkedOutcome:
-		now := "deleted (discarded)"
-		if x.Requeued {
-			now = "back in the outbox at its original position: its key flows again"
-		}
-		return view.Doc{{Fields: [][2]string{{"ID", x.ID}, {"Parked", map[bool]string{true: "yes", false: "no"}[x.Parked]}, {"Now", now}}}}
+		return view.ParkedOutcome(x)
 	case admin.Fence:
 		return view.Fence(x)[:1]
 	case admin.BulkChange:

@@ -70,8 +70,7 @@ func TestTokensAreNeverWeakAndGuessesAreThrottled(t *testing.T) {
 // from an address that is not the proxy's the header is refused —, each recorded
 // in the audit row with how it was known.
 func TestEachOperatorHasAnIdentity(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	retry := func(c *http.Client, base string, h map[string]string) (int, string) {
 		t.Helper()
 		resp, page := get(t, c, base+"/sagas/"+testenv.StuckSaga, h)

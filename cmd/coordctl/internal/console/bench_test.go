@@ -28,8 +28,7 @@ import (
 // (It measures a fixed number of requests per page, pageRuns, whatever b.N is:
 // the 200,000 rows take longer to load than the pages to serve.)
 func BenchmarkConsolePagesAt100000Rows(b *testing.B) {
-	e := testenv.New(b)
-	e.Seed(b)
+	e := testenv.Seeded(b)
 	for _, s := range []struct {
 		n            int
 		state, error string

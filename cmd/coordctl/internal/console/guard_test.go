@@ -61,13 +61,7 @@ func get(t testing.TB, c *http.Client, u string, h map[string]string) (*http.Res
 			req.Host = v
 		}
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return do(t, c, req)
 }
 
 func post(t *testing.T, c *http.Client, u string, form url.Values, h map[string]string) (*http.Response, string) {
@@ -80,6 +74,12 @@ func post(t *testing.T, c *http.Client, u string, form url.Values, h map[string]
 	for k, v := range h {
 		req.Header.Set(k, v)
 	}
+	return do(t, c, req)
+}
+
+// do sends req with c and returns the response with its body read.
+func do(t testing.TB, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -96,8 +96,7 @@ var versionField = regexp.MustCompile(`name="expect" value="([^"]+)"`)
 // with another browser's token, and from another origin; nothing changes and
 // no audit row is written. With the right token it applies.
 func TestCSRFAndOrigin(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	base := serve(t, e, console.Config{Actor: "carol@oncall (console)"})
 	alice, mallory := client(t), client(t)
 	_, page := get(t, alice, base+"/sagas/"+testenv.StuckSaga, nil)

@@ -14,10 +14,12 @@ import (
 // live streams a page's live region as server-sent events. Every Refresh it
 // renders the region and sends only what changed since the last render:
 //
-//   - "full": the whole region (the first render that differs from the page's
-//     own, or when the region's skeleton or its set of parts changed);
+//   - "full": the whole region (the first render when its skeleton differs from
+//     the page's own, or when the skeleton or its set of parts changed);
 //   - "parts": a JSON object of the parts (rows, cards, the pager: marked in the
-//     templates) whose HTML changed, by key;
+//     templates) whose HTML changed, by key — on the first render that differs
+//     from the page's own but keeps its skeleton, every part: the skeleton, and
+//     the forms in it, stay as the operator has them;
 //   - "ok": nothing changed; the data is confirmed current as of now;
 //   - "stale": the region could not be read (the page's error and status as
 //     JSON): the page keeps what it shows, marked stale with the error, until a
@@ -42,7 +44,8 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "retry: %d\n\n", s.cfg.Refresh.Milliseconds())
 	fl.Flush()
 	var last *region
-	baseline := r.URL.Query().Get("digest") // the page's own render: nothing to send if unchanged
+	baseline := r.URL.Query().Get("digest")   // the page's own render: nothing to send if unchanged
+	skeleton := r.URL.Query().Get("skeleton") // the page's skeleton: only its parts to send while it holds
 	tick := time.NewTicker(s.cfg.Refresh)
 	defer tick.Stop()
 	for {
@@ -69,6 +72,11 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case last == nil && baseline != "" && digest(rec.body.Bytes()) == baseline:
 				event = "ok"
+			case last == nil && skeleton != "" && digest([]byte(reg.skeleton)) == skeleton:
+				// The page has this skeleton: its parts replace the page's,
+				// and its forms (in the skeleton) stay as the operator left them.
+				b, _ := json.Marshal(reg.parts)
+				event, data = "parts", string(b)
 			case last == nil || reg.skeleton != last.skeleton:
 				event, data = "full", rec.body.String()
 			default:

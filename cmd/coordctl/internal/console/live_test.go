@@ -21,22 +21,40 @@ type sseEvent struct {
 	bytes      int // on the wire
 }
 
-var digestAttr = regexp.MustCompile(`data-digest="([0-9a-f]+)"`)
+var (
+	digestAttr   = regexp.MustCompile(`data-digest="([0-9a-f]+)"`)
+	skeletonAttr = regexp.MustCompile(`data-skeleton="([0-9a-f]+)"`)
+)
 
 // stream opens the live stream of path as a browser that loaded the page
-// does (with its cookies, and — withDigest — the digest of the region it
+// does (with its cookies, and — withDigest — the digests of the region it
 // shows), and returns its events.
 func stream(t testing.TB, ctx context.Context, base, path string, withDigest bool) <-chan sseEvent {
 	t.Helper()
 	c := client(t)
-	c.Timeout = 0
+	return openStream(t, ctx, c, loadPage(t, c, base, path, withDigest))
+}
+
+// loadPage GETs path with c and returns the URL of the live stream the page
+// opens: with the digests of its region when withDigest.
+func loadPage(t testing.TB, c *http.Client, base, path string, withDigest bool) string {
+	t.Helper()
 	_, page := get(t, c, base+path, nil)
 	live := base + "/live?path=" + url.QueryEscape(path)
-	if m := digestAttr.FindStringSubmatch(page); withDigest && m != nil {
-		live += "&digest=" + m[1]
-	} else if withDigest {
-		t.Fatalf("%s has no data-digest", path)
+	if !withDigest {
+		return live
 	}
+	d, s := digestAttr.FindStringSubmatch(page), skeletonAttr.FindStringSubmatch(page)
+	if d == nil || s == nil {
+		t.Fatalf("%s has no data-digest or no data-skeleton", path)
+	}
+	return live + "&digest=" + d[1] + "&skeleton=" + s[1]
+}
+
+// openStream opens the live stream at live with c and returns its events.
+func openStream(t testing.TB, ctx context.Context, c *http.Client, live string) <-chan sseEvent {
+	t.Helper()
+	c.Timeout = 0
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, live, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.Do(req)
@@ -80,8 +98,7 @@ func stream(t testing.TB, ctx context.Context, base, path string, withDigest boo
 // a "stale" event with the error (before, the old rows stayed with the live
 // indicator green, and the whole page was re-sent on every change).
 func TestLiveSendsOnlyWhatChangedAndMarksStale(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	base := serve(t, e, console.Config{Actor: "carol"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -183,5 +200,43 @@ func TestLiveSendsOnlyWhatChangedAndMarksStale(t *testing.T) {
 	}
 	if resp, _ := get(t, client(t), base+"/live?path="+url.QueryEscape("//evil.example/"), nil); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("live of a foreign path: %d", resp.StatusCode)
+	}
+}
+
+// TestLiveFirstRefreshLeavesTheFormAlone: when a row changed between the
+// page's render and its stream's first refresh, the refresh sends the parts,
+// not the whole region — before, it re-sent the region, which replaced the
+// filter form under an operator about to type in it (the CI run at f166573
+// failed "search: Could not find node with given id": the scale test's search
+// box was replaced between chromedp finding it and typing).
+func TestLiveFirstRefreshLeavesTheFormAlone(t *testing.T) {
+	e := testenv.Seeded(t)
+	base := serve(t, e, console.Config{Actor: "carol"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := client(t)
+	live := loadPage(t, c, base, "/outbox", true)
+	if _, err := e.DB.Pool.Exec(ctx, `UPDATE coord_outbox_parked SET last_error = 'broker: quota exceeded for client acme' WHERE id = $1`, e.ParkedID.String()); err != nil {
+		t.Fatal(err)
+	}
+	var first sseEvent
+	select {
+	case first = <-openStream(t, ctx, c, live):
+	case <-ctx.Done():
+		t.Fatal("no first refresh within 60 s")
+	}
+	var parts map[string]string
+	if first.name != "parts" || json.Unmarshal([]byte(first.data), &parts) != nil {
+		t.Fatalf("the first refresh after a row changed sent %q (%d bytes): want the parts, the page has the rest", first.name, first.bytes)
+	}
+	changed := false
+	for key, html := range parts {
+		if strings.Contains(html, `id="parked-filter"`) {
+			t.Fatalf("part %s holds the filter form: %s", key, html)
+		}
+		changed = changed || strings.Contains(html, "quota exceeded for client acme")
+	}
+	if !changed {
+		t.Fatalf("the parts sent lack the changed row: %v", parts)
 	}
 }

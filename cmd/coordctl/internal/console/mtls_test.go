@@ -62,8 +62,7 @@ func newPKI(t *testing.T, clientCN string) pki {
 // a guard) refuses a client without a certificate at the TLS handshake, serves
 // one with a certificate of the CA, and records its CN as the audit actor.
 func TestMTLS(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	p := newPKI(t, "dave@oncall")
 	base := serve(t, e, console.Config{Listen: "0.0.0.0:0", TLS: &p.server, ClientCAs: p.pool, Actor: "unused"})
 	base = "https://127.0.0.1:" + base[strings.LastIndex(base, ":")+1:]

@@ -99,6 +99,7 @@ type pageData struct {
 	CSRF     string
 	LivePath string // where the live region refreshes from ("" = not live)
 	Digest   string // of the live region as rendered: the stream's baseline
+	Skeleton string // of the region's skeleton (all but its parts): the stream sends parts while it holds
 	Refresh  int    // milliseconds
 	Now      time.Time
 	Actor    string
@@ -123,6 +124,7 @@ func (s *Server) page(name string, load loader) http.HandlerFunc {
 		var region bytes.Buffer
 		if err := s.tmpl[name].ExecuteTemplate(&region, "live", pd); err == nil {
 			pd.Digest = digest(region.Bytes())
+			pd.Skeleton = digest([]byte(splitRegion(region.Bytes()).skeleton))
 		}
 		s.render(w, status, name, "layout", pd)
 	}

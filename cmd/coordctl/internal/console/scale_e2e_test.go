@@ -20,8 +20,7 @@ import (
 // first) and applied (one audit row with its row count); and the stale-page
 // indicator when the saga table becomes unreadable, cleared once it is back.
 func TestConsoleAtScaleInABrowser(t *testing.T) {
-	e := testenv.New(t)
-	e.Seed(t)
+	e := testenv.Seeded(t)
 	e.StartMany(t, 120, "batch", "invoice", "running", "")
 	e.StartMany(t, 7, "refund", "refund", "needs_human", "ledger: account 9921 is LOCKED")
 	const key, parkedN = "invoice-batch-42", 300
@@ -29,12 +28,7 @@ func TestConsoleAtScaleInABrowser(t *testing.T) {
 	base := serve(t, e, console.Config{Actor: "carol@oncall (console)"})
 	ctx := browser(t)
 	shots := t.TempDir()
-	must := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	must, _ := drive(t, ctx)
 	// textOf reads an element's text in one evaluation: a live update
 	// between finding a node and reading it cannot detach it under the read.
 	textOf := func(sel string) string {
@@ -63,7 +57,7 @@ func TestConsoleAtScaleInABrowser(t *testing.T) {
 		t.Fatalf("counts per state: running %q, needs_human %q; want 121 and 8", running, human)
 	}
 	first := textOf("#sagas tbody tr:first-child td:nth-child(2)")
-	must("next page", chromedp.Click(chromedp.CSS("#next")), chromedp.WaitVisible(chromedp.CSS(`#pager a[href="/sagas"]`)))
+	must("next page", clickNow("#next"), chromedp.WaitVisible(chromedp.CSS(`#pager a[href="/sagas"]`)))
 	if got, second := rows(), textOf("#sagas tbody tr:first-child td:nth-child(2)"); got != 50 || second == first {
 		t.Fatalf("the next page: %d rows, first %q (page 1's was %q)", got, second, first)
 	}
@@ -84,7 +78,7 @@ func TestConsoleAtScaleInABrowser(t *testing.T) {
 		t.Fatalf("outbox filtered to %s: pager %q", key, pager)
 	}
 	shoot(t, ctx, shots, "outbox-paged")
-	must("preview", chromedp.Click(chromedp.CSS("#requeue-matching")), chromedp.WaitVisible(chromedp.CSS("#bulk-count")))
+	must("preview", clickNow("#requeue-matching"), chromedp.WaitVisible(chromedp.CSS("#bulk-count")))
 	if n := textOf("#bulk-count"); n != "300" {
 		t.Fatalf("the preview's count: %q, want 300", n)
 	}

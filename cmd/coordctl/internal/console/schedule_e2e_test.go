@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,26 +17,14 @@ import (
 // next fire; Pause, clicked with a reason, pauses it in PostgreSQL, with a row
 // in coordctl's audit table and one in the schedule's; a stale form (the job
 // resumed by another operator since the page was shown) is refused as a
-// conflict, and nothing is triggered.
+// conflict — the live update of the other operator's change waits while the
+// reason is typed — and nothing is triggered.
 func TestScheduleInABrowser(t *testing.T) {
 	e := testenv.New(t)
 	e.SeedSchedule(t)
 	base := serve(t, e, console.Config{Actor: "carol@oncall (console)"})
 	ctx := browser(t)
-	must := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	textOf := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
-	}
+	must, textOf := drive(t, ctx)
 	must("schedule page", chromedp.Navigate(base+"/schedule"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
 	text := textOf("#jobs")
 	for _, want := range []string{"acme/invoices", "0 9 1 * *", "Europe/Berlin", "active", "acme/invoices@"} {
@@ -68,16 +57,23 @@ func TestScheduleInABrowser(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d schedule audit rows for the pause, want 1", n)
 	}
-	// A stale form: the page shows the job paused; another operator resumes
-	// it; the trigger sent from the page shown before is refused.
-	must("page again", chromedp.Navigate(base+"/schedule"), chromedp.WaitVisible(chromedp.CSS("#resume-invoices")))
+	// A stale form: the page shows the job paused and the operator types a
+	// reason; another operator resumes it; the live update waits while the
+	// reason is typed (the bar says so), and the trigger sent from the form
+	// shown before is refused. (Typed after the resume, the race with the
+	// 300 ms live refresh decided whether the form was stale, fresh or gone.)
+	must("page again", chromedp.Navigate(base+"/schedule"), chromedp.WaitVisible(chromedp.CSS("#resume-invoices")),
+		chromedp.SendKeys(chromedp.CSS(`form[action$="/invoices/trigger"] input[name=reason]`), "rerun"))
 	if _, err := e.Admin.ScheduleChange(testenv.Ctx(t), "acme", "invoices", "resume", time.Time{}, time.Time{},
 		admin.Request{Actor: "dave@oncall", Via: "cli", Reason: "freeze lifted", Expect: "paused"}); err != nil {
 		t.Fatal(err)
 	}
-	must("stale trigger",
-		chromedp.SendKeys(chromedp.CSS(`form[action$="/invoices/trigger"] input[name=reason]`), "rerun"),
-		chromedp.Click(chromedp.CSS("#trigger-invoices")), chromedp.WaitVisible(chromedp.CSS("#outcome")))
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.getElementById("live-paused").textContent.includes("(1 waiting)")`)); err != nil {
+		t.Fatalf("the bar did not say, within 30s of the other operator's resume, that its update waits while the reason is typed: %v", err)
+	}
+	must("stale trigger", chromedp.Click(chromedp.CSS("#trigger-invoices")), chromedp.WaitVisible(chromedp.CSS("#outcome")))
 	if text := textOf("#outcome"); !strings.Contains(text, "Refused: the state changed since the page was shown") {
 		t.Fatalf("a form shown before another operator's resume was not refused:\n%s", text)
 	}

@@ -107,6 +107,14 @@ func New(t testing.TB) *Env {
 	return e
 }
 
+// Seeded is New with the world Seed creates: what most tests start from.
+func Seeded(t testing.TB) *Env {
+	t.Helper()
+	e := New(t)
+	e.Seed(t)
+	return e
+}
+
 // Ctx is a context that ends with the test, bounded by two minutes.
 func Ctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

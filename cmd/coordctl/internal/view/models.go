@@ -178,6 +178,16 @@ func ParkedEvent(p admin.ParkedEvent) Doc {
 		{"Version", p.Version}}}}
 }
 
+// ParkedOutcome is what became of a parked event a change acted on (a
+// mutation's after).
+func ParkedOutcome(p admin.ParkedOutcome) Doc {
+	now := "deleted (discarded)"
+	if p.Requeued {
+		now = "back in the outbox at its original position: its key flows again"
+	}
+	return Doc{{Fields: [][2]string{{"ID", p.ID}, {"Parked", map[bool]string{true: "yes", false: "no"}[p.Parked]}, {"Now", now}}}}
+}
+
 // Sagas is `saga list`.
 func Sagas(ss []admin.Saga) Doc {
 	s := Section{Header: []string{"ID", "TYPE", "STATE", "STEP", "ATTEMPTS", "AGE", "NEXT ATTEMPT", "VERSION", "LAST ERROR"}, Empty: "no sagas"}
@@ -266,15 +276,20 @@ func Overview(o admin.Overview) Doc {
 	if o.Sagas == nil && o.Errors["sagas"] != "" {
 		sagas.Empty = unknown("sagas")
 	}
-	doc := Doc{fields, sagas}
-	if len(o.Errors) > 0 {
-		e := Section{Title: "UNAVAILABLE", Header: []string{"PART", "ERROR"}}
-		for _, k := range slices.Sorted(maps.Keys(o.Errors)) {
-			e.Rows = append(e.Rows, []string{k, o.Errors[k]})
-		}
-		doc = append(doc, e)
+	return withUnavailable(Doc{fields, sagas}, o.Errors)
+}
+
+// withUnavailable is doc with, when a part could not be read, a section of
+// those parts and their errors.
+func withUnavailable(doc Doc, errs map[string]string) Doc {
+	if len(errs) == 0 {
+		return doc
 	}
-	return doc
+	e := Section{Title: "UNAVAILABLE", Header: []string{"PART", "ERROR"}}
+	for _, k := range slices.Sorted(maps.Keys(errs)) {
+		e.Rows = append(e.Rows, []string{k, errs[k]})
+	}
+	return append(doc, e)
 }
 
 // Idem is `idem get`.

@@ -65,13 +65,5 @@ func Tenants(t admin.Tenants) Doc {
 	for _, k := range slices.Sorted(maps.Keys(t.Sources)) {
 		src.Fields = append(src.Fields, [2]string{k, t.Sources[k]})
 	}
-	doc := Doc{etcd, eps, ts, src}
-	if len(t.Errors) > 0 {
-		e := Section{Title: "UNAVAILABLE", Header: []string{"PART", "ERROR"}}
-		for _, k := range slices.Sorted(maps.Keys(t.Errors)) {
-			e.Rows = append(e.Rows, []string{k, t.Errors[k]})
-		}
-		doc = append(doc, e)
-	}
-	return doc
+	return withUnavailable(Doc{etcd, eps, ts, src}, t.Errors)
 }

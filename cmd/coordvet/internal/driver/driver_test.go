@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,58 +18,21 @@ import (
 var update = flag.Bool("update", false, "rewrite the inventory golden files")
 
 var (
-	buildOnce sync.Once
-	bin       string
-	buildErr  error
-	modOnce   sync.Once
-	modDir    string
-	modErr    error
+	modOnce sync.Once
+	modDir  string
+	modErr  error
 )
 
-// shared are the directories that live for the whole test binary (the built
-// command, the fixture module); TestMain removes them.
-var shared []string
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, dir := range shared {
-		os.RemoveAll(dir)
-	}
-	os.Exit(code)
-}
-
-// coordvet builds the command once, without -race even under scripts/test.sh
-// (GOFLAGS=-race), as users build it: it type-checks the whole SDK from source
-// on every run, several times slower race-instrumented.
-func coordvet(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "coordvet-driver-")
-		shared = append(shared, dir)
-		if err != nil {
-			buildErr = err
-			return
-		}
-		bin = filepath.Join(dir, "coordvet")
-		if out, err := exec.Command("go", "build", "-race=false", "-o", bin, "../..").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return bin
-}
+func TestMain(m *testing.M) { vettest.Main(m) }
 
 // fixture lays out testdata/inventory/app as a module over the real SDK.
 func fixture(t *testing.T) string {
 	t.Helper()
 	modOnce.Do(func() {
 		var src []byte
-		if modDir, modErr = os.MkdirTemp("", "coordvet-inventory-"); modErr != nil {
+		if modDir, modErr = vettest.SharedDir("coordvet-inventory-"); modErr != nil {
 			return
 		}
-		shared = append(shared, modDir)
 		if src, modErr = os.ReadFile(filepath.Join("..", "..", "testdata", "inventory", "app", "app.go")); modErr != nil {
 			return
 		}
@@ -86,7 +48,7 @@ func fixture(t *testing.T) string {
 // exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(coordvet(t), args...)
+	cmd := exec.Command(vettest.Coordvet(t), args...)
 	cmd.Dir = fixture(t)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "COORDVET_TODAY="+vettest.Today)
 	var stdout, stderr bytes.Buffer

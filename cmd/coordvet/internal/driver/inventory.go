@@ -217,32 +217,14 @@ func buildReport(g *checker.Graph) *Report {
 
 	m := &rep.Metrics
 	m.Leases = len(rep.Leases)
-	for _, l := range rep.Leases {
-		if !l.Fenced {
-			m.LeasesWithoutFence++
-		}
-	}
+	m.LeasesWithoutFence = count(rep.Leases, func(l LeaseRow) bool { return !l.Fenced })
 	m.EfficiencyLocks = len(rep.EfficiencyLocks)
-	for _, l := range rep.EfficiencyLocks {
-		if !l.Declared {
-			m.LocksWithoutReason++
-		}
-	}
+	m.LocksWithoutReason = count(rep.EfficiencyLocks, func(l LockRow) bool { return !l.Declared })
 	m.OutboxEnqueues = len(rep.OutboxEnqueues)
-	for _, f := range rep.HandRolled {
-		if f.Exception == "" {
-			m.HandRolled++
-		} else {
-			m.HandRolledExcepted++
-		}
-	}
-	for _, f := range rep.DualWrites {
-		if f.Exception == "" {
-			m.DualWrites++
-		} else {
-			m.DualWritesExcepted++
-		}
-	}
+	m.HandRolledExcepted = count(rep.HandRolled, excepted)
+	m.HandRolled = len(rep.HandRolled) - m.HandRolledExcepted
+	m.DualWritesExcepted = count(rep.DualWrites, excepted)
+	m.DualWrites = len(rep.DualWrites) - m.DualWritesExcepted
 	for _, h := range rep.Handlers {
 		if h.Mutating {
 			m.MutatingHandlers++
@@ -252,11 +234,7 @@ func buildReport(g *checker.Graph) *Report {
 		}
 	}
 	m.Sagas = len(rep.Sagas)
-	for _, s := range rep.Sagas {
-		if !s.OK {
-			m.SagasWithoutOnePivot++
-		}
-	}
+	m.SagasWithoutOnePivot = count(rep.Sagas, func(s SagaRow) bool { return !s.OK })
 	m.Exceptions = len(rep.Exceptions)
 	owners := map[string]*OwnerRow{}
 	for _, e := range rep.Exceptions {
@@ -285,6 +263,20 @@ func buildReport(g *checker.Graph) *Report {
 	sort.Slice(rep.ByOwner, func(i, j int) bool { return rep.ByOwner[i].Owner < rep.ByOwner[j].Owner })
 	return rep
 }
+
+// count returns how many of rows holds.
+func count[T any](rows []T, holds func(T) bool) int {
+	n := 0
+	for _, r := range rows {
+		if holds(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// excepted reports whether an exception silences f.
+func excepted(f FindingRow) bool { return f.Exception != "" }
 
 // Markdown renders the metrics table and the lists behind it.
 func (r *Report) Markdown() string {

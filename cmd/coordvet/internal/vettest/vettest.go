@@ -1,14 +1,16 @@
 // Package vettest helps the analyzers' tests find the shared stub tree and pin
-// the date exceptions are judged on.
+// the date exceptions are judged on, and the command's tests build it once.
 package vettest
 
 import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/coordkit/coordkit/cmd/coordvet/internal/vetutil"
@@ -75,4 +77,61 @@ func WriteSDKModule(dir, modPath string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// shared are the directories that live for the whole test binary (the built
+// command, a module it vets); Main removes them.
+var shared []string
+
+// SharedDir makes a directory, named after prefix, that lives for the whole
+// test binary: Main removes it.
+func SharedDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	shared = append(shared, dir)
+	return dir, nil
+}
+
+// Main is a TestMain: it runs the tests, then removes the SharedDir directories.
+func Main(m *testing.M) {
+	code := m.Run()
+	for _, dir := range shared {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	bin       string
+	buildErr  error
+)
+
+// Coordvet builds the coordvet command, the binary users install, once per
+// test binary: without -race even under scripts/test.sh (GOFLAGS=-race), as
+// users build it — race-instrumented it analyses the SDK about ten times slower.
+func Coordvet(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, file, _, ok := runtime.Caller(0)
+		if !ok {
+			buildErr = fmt.Errorf("vettest: cannot locate cmd/coordvet")
+			return
+		}
+		dir, err := SharedDir("coordvet-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		bin = filepath.Join(dir, "coordvet")
+		if out, err := exec.Command("go", "build", "-race=false", "-o", bin, filepath.Join(filepath.Dir(file), "..", "..")).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
 }

@@ -75,7 +75,8 @@
     paused.hidden = true;
   }
   function onUpdate(ev) { queue.push({ type: ev.type, data: ev.data }); drain(); }
-  var es = new EventSource("/live?path=" + encodeURIComponent(region.dataset.live) + "&digest=" + encodeURIComponent(region.dataset.digest || ""));
+  var es = new EventSource("/live?path=" + encodeURIComponent(region.dataset.live) + "&digest=" + encodeURIComponent(region.dataset.digest || "") +
+    "&skeleton=" + encodeURIComponent(region.dataset.skeleton || ""));
   es.addEventListener("full", onUpdate);
   es.addEventListener("parts", onUpdate);
   es.addEventListener("ok", function () { if (queue.length === 0) fresh(); else drain(); });
