@@ -30,39 +30,43 @@ func fsDecode(kvs []failstatic.KV) (*fsConf, error) {
 	return c, nil
 }
 
-func fsConfig(prefix, statePath string) failstatic.Config[*fsConf] {
+// fsPrefix is where the failstatic benchmarks keep their flags.
+const fsPrefix = "/tenants/bench/config/"
+
+func fsConfig(statePath string) failstatic.Config[*fsConf] {
 	return failstatic.Config[*fsConf]{
-		Prefix:    prefix,
+		Prefix:    fsPrefix,
 		Decode:    fsDecode,
 		StatePath: statePath,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
 
-func fsSeed(b *testing.B, cli *clientv3.Client, prefix string, n int) {
+// fsEtcd starts etcd holding 100 flags under fsPrefix, flag-000 to flag-099.
+func fsEtcd(b *testing.B) (*coordtest.EtcdServer, *clientv3.Client) {
 	b.Helper()
-	for i := range n {
-		if _, err := cli.Put(context.Background(), fmt.Sprintf("%sflag-%03d", prefix, i), "on"); err != nil {
+	etcd := coordtest.Etcd(b)
+	cli := etcd.Client(b)
+	for i := range 100 {
+		if _, err := cli.Put(context.Background(), fmt.Sprintf("%sflag-%03d", fsPrefix, i), "on"); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return etcd, cli
 }
 
 // BenchmarkFailstaticGet compares reading the current config: failstatic's
 // lock-free Get, a mutex-guarded map (the usual hand-rolled cache) and a direct
 // etcd Get (linearizable, what a cache-less client does), in one run.
 func BenchmarkFailstaticGet(b *testing.B) {
-	etcd := coordtest.Etcd(b)
-	cli := etcd.Client(b)
-	prefix := "/tenants/bench/config/"
-	fsSeed(b, cli, prefix, 100)
-	c, err := failstatic.New(context.Background(), cli, fsConfig(prefix, ""))
+	_, cli := fsEtcd(b)
+	c, err := failstatic.New(context.Background(), cli, fsConfig(""))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
 
-	key := prefix + "flag-042"
+	key := fsPrefix + "flag-042"
 	b.Run("failstatic.Get", func(b *testing.B) {
 		b.ReportAllocs()
 		var s failstatic.Snapshot[*fsConf]
@@ -126,11 +130,8 @@ func BenchmarkFailstaticGet(b *testing.B) {
 // and p99 in milliseconds, plus the p99 of the part after etcd acknowledged the
 // Put (the part failstatic adds; the rest is etcd's commit and WAL fsync).
 func BenchmarkFailstaticPutToVisible(b *testing.B) {
-	etcd := coordtest.Etcd(b)
-	cli := etcd.Client(b)
-	prefix := "/tenants/bench/config/"
-	fsSeed(b, cli, prefix, 100)
-	cfg := fsConfig(prefix, filepath.Join(b.TempDir(), "state"))
+	_, cli := fsEtcd(b)
+	cfg := fsConfig(filepath.Join(b.TempDir(), "state"))
 	c, err := failstatic.New(context.Background(), cli, cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -140,7 +141,7 @@ func BenchmarkFailstaticPutToVisible(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		start := time.Now()
-		r, err := cli.Put(context.Background(), prefix+"flag-042", fmt.Sprint(i))
+		r, err := cli.Put(context.Background(), fsPrefix+"flag-042", fmt.Sprint(i))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -162,11 +163,8 @@ func BenchmarkFailstaticPutToVisible(b *testing.B) {
 // last-known-good snapshot from disk. "etcd-up" is the same New with etcd
 // reachable, for comparison.
 func BenchmarkFailstaticColdStart(b *testing.B) {
-	etcd := coordtest.Etcd(b)
-	cli := etcd.Client(b)
-	prefix := "/tenants/bench/config/"
-	fsSeed(b, cli, prefix, 100)
-	cfg := fsConfig(prefix, filepath.Join(b.TempDir(), "state"))
+	etcd, cli := fsEtcd(b)
+	cfg := fsConfig(filepath.Join(b.TempDir(), "state"))
 	c, err := failstatic.New(context.Background(), cli, cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -57,9 +57,18 @@ func newFenceBench(b *testing.B) (*pgxpool.Pool, *coordtest.RoundTrips, *pgfence
 	return pool, rt, f, tok
 }
 
-// fencePairs runs a and b once per iteration, alternating which goes first, and
+// fencePairs runs a and b 50 times each, untimed, to warm the pool and the
+// statement caches; then once per iteration, alternating which goes first, and
 // reports each one's p50 and round trips and the ratio b/a ("<b>/<a>").
 func fencePairs(bm *testing.B, rt *coordtest.RoundTrips, nameA, nameB string, a, b func() error) {
+	for range 50 { // warm the pool and the statement caches
+		if err := a(); err != nil {
+			bm.Fatal(err)
+		}
+		if err := b(); err != nil {
+			bm.Fatal(err)
+		}
+	}
 	t := newOpTimer(rt)
 	bm.ResetTimer()
 	for i := 0; i < bm.N; i++ {
@@ -93,14 +102,6 @@ func BenchmarkFenceTx(b *testing.B) {
 	work := fenceTxWork
 	plain := func() error { return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return work(ctx, tx) }) }
 	fenced := func() error { return f.Exec(ctx, pool, tok, work) }
-	for range 50 { // warm the pool and the statement caches
-		if err := plain(); err != nil {
-			b.Fatal(err)
-		}
-		if err := fenced(); err != nil {
-			b.Fatal(err)
-		}
-	}
 	fencePairs(b, rt, "plain", "guardtx", plain, fenced)
 }
 
@@ -113,14 +114,6 @@ func BenchmarkFenceTxTimeouts(b *testing.B) {
 	}
 	without := func() error { return untimed.Exec(ctx, pool, tok, fenceTxWork) }
 	with := func() error { return f.Exec(ctx, pool, tok, fenceTxWork) }
-	for range 50 {
-		if err := without(); err != nil {
-			b.Fatal(err)
-		}
-		if err := with(); err != nil {
-			b.Fatal(err)
-		}
-	}
 	fencePairs(b, rt, "untimed", "timeouts", without, with)
 }
 
@@ -141,14 +134,6 @@ func BenchmarkFenceRow(b *testing.B) {
 		v++
 		_, err := u.Update(ctx, pool, tok, []any{2}, v)
 		return err
-	}
-	for range 50 {
-		if err := plain(); err != nil {
-			b.Fatal(err)
-		}
-		if err := fenced(); err != nil {
-			b.Fatal(err)
-		}
 	}
 	fencePairs(b, rt, "plain", "fenced", plain, fenced)
 }

@@ -246,39 +246,50 @@ func leaseMedian(v []float64) float64 {
 // leaseChildEnv carries "endpoint|variant|name|ttlSeconds" to the holder child.
 const leaseChildEnv = "COORDKIT_BENCH_LEASE_HOLDER"
 
-// TestMain lets the bench binary play the holder process of BenchmarkLeaseFailover,
-// the member process of BenchmarkOwnershipTakeover and the producers of
-// BenchmarkOutboxLag: re-executed with leaseChildEnv (ownChildEnv,
-// outboxProducerEnv) set, it runs leaseFailoverChild (ownTakeoverChild,
-// outboxProducerChild) instead of tests.
+// children are the processes the bench binary plays, re-executed by startChild
+// with env set to their spec: the schedulers of BenchmarkSchedule, the member
+// process of BenchmarkOwnershipTakeover, the producers of BenchmarkOutboxLag and
+// the holder process of BenchmarkLeaseFailover.
+var children = []struct {
+	env, what string
+	run       func(spec string) error
+}{
+	{schedChildEnv, "schedule child", schedChild},
+	{ownChildEnv, "ownership takeover child", ownTakeoverChild},
+	{outboxProducerEnv, "outbox producer child", outboxProducerChild},
+	{leaseChildEnv, "lease failover child", leaseFailoverChild},
+}
+
+// TestMain runs the child whose env is set instead of tests.
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(schedChildEnv); spec != "" {
-		if err := schedChild(spec); err != nil {
-			fmt.Fprintln(os.Stderr, "schedule child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if spec := os.Getenv(ownChildEnv); spec != "" {
-		if err := ownTakeoverChild(spec); err != nil {
-			fmt.Fprintln(os.Stderr, "ownership takeover child:", err)
-			os.Exit(1)
-		}
-	}
-	if spec := os.Getenv(outboxProducerEnv); spec != "" {
-		if err := outboxProducerChild(spec); err != nil {
-			fmt.Fprintln(os.Stderr, "outbox producer child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if spec := os.Getenv(leaseChildEnv); spec != "" {
-		if err := leaseFailoverChild(spec); err != nil {
-			fmt.Fprintln(os.Stderr, "lease failover child:", err)
-			os.Exit(1)
+	for _, c := range children {
+		if spec := os.Getenv(c.env); spec != "" {
+			if err := c.run(spec); err != nil {
+				fmt.Fprintln(os.Stderr, c.what+":", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// startChild re-executes the bench binary with env ("NAME=spec", one of
+// children) added, its stderr ours, and returns the running child and its
+// stdout. The caller waits for it, or kills and reaps it.
+func startChild(b *testing.B, env string) (*exec.Cmd, io.ReadCloser) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return cmd, out
 }
 
 // leaseFailoverChild takes the lease named in spec, prints HELD and waits to be
@@ -327,16 +338,7 @@ func BenchmarkLeaseFailover(b *testing.B) {
 	theirs := leaseEtcdSession(b, cli, ttl)
 	trial := func(variant string, n int) time.Duration {
 		name := fmt.Sprintf("failover-%s-%d", variant, n)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%s|%d", leaseChildEnv, e.Endpoints[0], variant, name, ttl))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		cmd, out := startChild(b, fmt.Sprintf("%s=%s|%s|%s|%d", leaseChildEnv, e.Endpoints[0], variant, name, ttl))
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 		line, err := bufio.NewReader(out).ReadString('\n')
 		if err != nil || strings.TrimSpace(line) != "HELD" {

@@ -39,6 +39,17 @@ func memberPct(d []time.Duration, p int) time.Duration {
 	return s[min(len(s)-1, len(s)*p/100)]
 }
 
+// inTurn runs a then b, or b then a when n is odd: neither always goes first.
+func inTurn(n int, a, b func()) {
+	if n%2 == 0 {
+		a()
+		b()
+	} else {
+		b()
+		a()
+	}
+}
+
 func memberMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // BenchmarkMembershipRegister: membership.Register (a lease of its own, the
@@ -81,13 +92,7 @@ func BenchmarkMembershipRegister(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if n%2 == 0 {
-				timeBare()
-				timeOurs()
-			} else {
-				timeOurs()
-				timeBare()
-			}
+			inTurn(n, timeBare, timeOurs)
 		}
 	}
 	b.ReportMetric(memberMs(memberPct(bare, 50)), "grant+put-p50-ms")
@@ -247,13 +252,7 @@ func BenchmarkMembershipResolverUpdate(b *testing.B) {
 				}
 				etcdSink.wait(b, addr, false)
 			}
-			if n%2 == 0 {
-				timeOurs()
-				timePeer()
-			} else {
-				timePeer()
-				timeOurs()
-			}
+			inTurn(n, timeOurs, timePeer)
 		}
 	}
 	b.ReportMetric(memberMs(memberPct(ours, 50)), "coord-p50-ms")

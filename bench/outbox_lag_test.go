@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,16 +68,7 @@ func benchLag(b *testing.B, relays, producers, perSecond int) {
 		}
 		time.Sleep(200 * time.Millisecond) // the relays' LISTEN and first pass
 
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d|%d|%d", outboxProducerEnv, db.URL, channel, producers, perSecond, seconds))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		cmd, out := startChild(b, fmt.Sprintf("%s=%s|%s|%d|%d|%d", outboxProducerEnv, db.URL, channel, producers, perSecond, seconds))
 		committedAt := map[outbox.ID]time.Time{}
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -273,16 +271,7 @@ func BenchmarkOwnershipTakeover(b *testing.B) {
 			me = &ownBenchMember{name: "parent", peer: h}
 		}
 		defer func() { _ = me.leave(ctx) }()
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%s|%d|%d", ownChildEnv, e.Endpoints[0], variant, group, partitions, ttl))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		cmd, out := startChild(b, fmt.Sprintf("%s=%s|%s|%s|%d|%d", ownChildEnv, e.Endpoints[0], variant, group, partitions, ttl))
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 		line, err := bufio.NewReader(out).ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "HELD ") {

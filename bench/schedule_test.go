@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -103,17 +102,9 @@ func BenchmarkScheduleSideBySide(b *testing.B) {
 			var procs []*schedProc
 			for _, name := range []string{"a", "b"} {
 				p := &schedProc{name: variant + "-" + name + run}
-				p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-				p.cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%s|%s|%d|%s|%s|%s", schedChildEnv, variant, p.name,
+				var out io.ReadCloser
+				p.cmd, out = startChild(b, fmt.Sprintf("%s=%s|%s|%s|%s|%d|%s|%s|%s", schedChildEnv, variant, p.name,
 					e.Endpoints[0], db.URL, schedJobs, schedEvery, schedTTL, run))
-				out, err := p.cmd.StdoutPipe()
-				if err != nil {
-					b.Fatal(err)
-				}
-				p.cmd.Stderr = os.Stderr
-				if err := p.cmd.Start(); err != nil {
-					b.Fatal(err)
-				}
 				defer func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() }()
 				go p.read(out)
 				procs = append(procs, p)

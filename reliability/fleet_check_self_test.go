@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/reliability/internal/fleethash"
 )
 
 // TestFleetCheckCatchesBrokenSequences: the fleet scenario's check finds a
@@ -72,15 +74,15 @@ func TestFleetCheckCatchesBrokenSequences(t *testing.T) {
 		return &clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(prefix + inst), ModRevision: rev, Value: []byte(`{"Addr":"` + addr + `"}`)}}
 	}
 	vh := viewHistory([]*clientv3.Event{put(5, "a", "1"), put(6, "b", "2"), put(7, "a", "3")}, prefix, true)
-	s1 := fleetStateHash(map[string]string{"a": "1"})
-	s2 := fleetStateHash(map[string]string{"a": "1", "b": "2"})
-	s3 := fleetStateHash(map[string]string{"a": "3", "b": "2"})
+	s1 := fleethash.State(map[string]string{"a": "1"})
+	s2 := fleethash.State(map[string]string{"a": "1", "b": "2"})
+	s3 := fleethash.State(map[string]string{"a": "3", "b": "2"})
 	view := func(states ...string) subVerdict {
 		var os []fleetObs
 		for i, s := range states {
 			os = append(os, fleetObs{ns: int64(i), rev: -1, state: s})
 		}
-		return checkSub(&fleetSub{id: "p/w0", rng: prefix, prefix: true, obs: os}, vh, fleetStateHash(nil), true, heal, 7, 7)
+		return checkSub(&fleetSub{id: "p/w0", rng: prefix, prefix: true, obs: os}, vh, fleethash.State(nil), true, heal, 7, 7)
 	}
 	if v := view(s1, s2, s3); v.wrong+v.missed > 0 {
 		t.Errorf("an exact view sequence flagged: %q", v.msgs)

@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/client/v3/naming/endpoints"
 
 	"github.com/coordkit/coordkit/membership"
+	"github.com/coordkit/coordkit/reliability/internal/fleethash"
 	"github.com/coordkit/coordkit/testing/coordtest"
 )
 
@@ -143,7 +144,7 @@ func viewHistory(events []*clientv3.Event, prefix string, peer bool) *rangeHisto
 			continue
 		}
 		r.revs = append(r.revs, ev.Kv.ModRevision)
-		r.states = append(r.states, fleetStateHash(members))
+		r.states = append(r.states, fleethash.State(members))
 	}
 	return r
 }

@@ -2,11 +2,8 @@ package reliability
 
 import (
 	"bytes"
-	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -152,33 +149,17 @@ func (l *fleetLog) parse(line string) {
 		}
 		s.obs = append(s.obs, o)
 	case "M":
-		var v [6]int64
-		if len(f) != 7 {
+		v, ok := fleetInts(f, 6)
+		if !ok {
 			bad()
 			return
-		}
-		for i := range v {
-			n, err := strconv.ParseInt(f[i+1], 10, 64)
-			if err != nil {
-				bad()
-				return
-			}
-			v[i] = n
 		}
 		l.metrics = append(l.metrics, fleetMetric{v[0], v[1], v[2], v[3], v[4], v[5]})
 	case "W":
-		var v [5]int64
-		if len(f) != 6 {
+		v, ok := fleetInts(f, 5)
+		if !ok {
 			bad()
 			return
-		}
-		for i := range v {
-			n, err := strconv.ParseInt(f[i+1], 10, 64)
-			if err != nil {
-				bad()
-				return
-			}
-			v[i] = n
 		}
 		l.sent = append(l.sent, fleetSent{v[0], v[1], v[2], v[3], v[4]})
 	case "L":
@@ -197,39 +178,40 @@ func (l *fleetLog) parse(line string) {
 
 // metricAt returns the last M line at or before ns (zero before the first).
 func (l *fleetLog) metricAt(ns int64) fleetMetric {
-	var m fleetMetric
-	for _, x := range l.metrics {
-		if x.ns > ns {
-			break
-		}
-		m = x
-	}
-	return m
+	return lastAt(l.metrics, ns, func(m fleetMetric) int64 { return m.ns })
 }
 
 // sentAt returns the last W line at or before ns (zero before the first).
 func (l *fleetLog) sentAt(ns int64) fleetSent {
-	var s fleetSent
-	for _, x := range l.sent {
-		if x.ns > ns {
-			break
-		}
-		s = x
-	}
-	return s
+	return lastAt(l.sent, ns, func(s fleetSent) int64 { return s.ns })
 }
 
-// fleetStateHash is the worker's stateHash (fleetworker/main.go): the member
-// count and an FNV-1a hash of the sorted instance=addr lines.
-func fleetStateHash(members map[string]string) string {
-	lines := make([]string, 0, len(members))
-	for inst, addr := range members {
-		lines = append(lines, inst+"="+addr+"\n")
+// lastAt returns the last of lines (in the order of their time, at) at or
+// before ns: the zero line before the first.
+func lastAt[T any](lines []T, ns int64, at func(T) int64) T {
+	var last T
+	for _, x := range lines {
+		if at(x) > ns {
+			break
+		}
+		last = x
 	}
-	slices.Sort(lines)
-	h := fnv.New64a()
-	for _, l := range lines {
-		h.Write([]byte(l))
+	return last
+}
+
+// fleetInts parses the n integers that follow a line's tag; ok is false when
+// the line has another number of fields or one is not an integer.
+func fleetInts(f []string, n int) (v []int64, ok bool) {
+	if len(f) != n+1 {
+		return nil, false
 	}
-	return fmt.Sprintf("%d:%x", len(members), h.Sum64())
+	v = make([]int64, n)
+	for i := range v {
+		x, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		v[i] = x
+	}
+	return v, true
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/coordkit/coordkit/reliability/internal/fleethash"
 )
 
 // fleetFigures is what one phase measured.
@@ -226,7 +228,7 @@ func waitFleetFinal(t *testing.T, procs []*fleetProc, events []*clientv3.Event, 
 func fleetRange(hs map[string]*rangeHistory, events []*clientv3.Event, s *fleetSub, peer bool) (*rangeHistory, string) {
 	empty := "0"
 	if s.prefix {
-		empty = fleetStateHash(nil)
+		empty = fleethash.State(nil)
 	}
 	h := hs[s.rng]
 	if h == nil {

@@ -21,7 +21,7 @@
 //
 // A cache's state is the ModRevision of its key (0: absent) and its changes the
 // key@modrev (key@modrev! for a delete) it was told of; a registry watcher's
-// state is n:hash of its members' instance=addr lines (see stateHash) and its
+// state is n:hash of its members' instance=addr lines (see fleethash.State) and its
 // rev -1 where the API gives none (naming/endpoints). On stdout it prints
 // "READY <subscriptions> <upstream watches>" once everything is set up, and
 // "END <leases held>/<leases> <partitions owned> <registrations registered>/<registrations> <sessions lost>"
@@ -34,11 +34,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -135,18 +133,3 @@ func (m mix) cacheKey(i int) string {
 
 // addr is registration i's address: unique in the fleet.
 func (m mix) addr(i int) string { return fmt.Sprintf("%s-%d.fleet:80", m.name, i) }
-
-// stateHash is the state of a registry watcher: the member count and an FNV-1a
-// hash of the sorted instance=addr lines.
-func stateHash(members map[string]string) string {
-	lines := make([]string, 0, len(members))
-	for inst, addr := range members {
-		lines = append(lines, inst+"="+addr+"\n")
-	}
-	slices.Sort(lines)
-	h := fnv.New64a()
-	for _, l := range lines {
-		h.Write([]byte(l))
-	}
-	return fmt.Sprintf("%d:%x", len(members), h.Sum64())
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/coordkit/coordkit/failstatic"
 	"github.com/coordkit/coordkit/membership"
 	"github.com/coordkit/coordkit/ownership"
+	"github.com/coordkit/coordkit/reliability/internal/fleethash"
 )
 
 // ours is the mix written with coordkit, default configs, one client passed
@@ -51,18 +52,7 @@ func startOurs(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*o
 	}
 	// The caches start together, as a process's libraries do at init: their
 	// first reads share the plane's probes.
-	var wg sync.WaitGroup
-	errs := make(chan error, m.caches)
-	for i := range m.caches {
-		wg.Go(func() {
-			if err := startCache(ctx, cli, m, i, lg); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := startTogether(m.caches, func(i int) error { return startCache(ctx, cli, m, i, lg) }); err != nil {
 		return nil, err
 	}
 	for i := range m.watchers {
@@ -78,14 +68,12 @@ func startOurs(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*o
 				for _, mb := range v.Members {
 					members[mb.Instance] = mb.Addr
 				}
-				lg.state(sub, v.Revision, stateHash(members), nil)
+				lg.state(sub, v.Revision, fleethash.State(members), nil)
 			}
 		}()
 	}
 	if m.leases > 0 || m.partition > 0 {
-		held := make(chan error, 1)
-		go w.hold(ctx, cli, m, lg, held)
-		if err := <-held; err != nil {
+		if err := firstRound(func(first chan<- error) { w.hold(ctx, cli, m, lg, first) }); err != nil {
 			return nil, err
 		}
 	}
@@ -119,24 +107,19 @@ func (w *ours) hold(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog
 			member, err = g.Join(ctx, s, nil)
 		}
 		if err != nil {
-			if round == 0 {
-				first <- err
+			if !retryRound(round, err, first, lg, func() {
+				if s != nil {
+					w.closeSession(s, nil)
+				}
+			}) {
 				return
 			}
-			lg.errorf("session round %d: %v", round, err)
-			if s != nil {
-				w.closeSession(s, nil)
-			}
-			time.Sleep(500 * time.Millisecond)
 			continue
 		}
 		w.mu.Lock()
 		w.leases, w.member = leases, member
 		w.mu.Unlock()
-		lg.line("L", time.Now().UnixNano(), "held")
-		if round == 0 {
-			first <- nil
-		}
+		heldRound(round, first, lg)
 		select {
 		case <-ctx.Done():
 			return

@@ -13,6 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.etcd.io/etcd/client/v3/naming/endpoints"
+
+	"github.com/coordkit/coordkit/reliability/internal/fleethash"
 )
 
 // peer is the same mix written the way teams do today: a Get and a clientv3
@@ -60,18 +62,7 @@ func startPeer(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*p
 		}
 	}
 	// The caches start together, as in the coordkit mix.
-	var wg sync.WaitGroup
-	errs := make(chan error, m.caches)
-	for i := range m.caches {
-		wg.Go(func() {
-			if err := w.startCache(ctx, m, i, lg); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := startTogether(m.caches, func(i int) error { return w.startCache(ctx, m, i, lg) }); err != nil {
 		return nil, err
 	}
 	for i := range m.watchers {
@@ -93,14 +84,12 @@ func startPeer(ctx context.Context, cli *clientv3.Client, m mix, lg *obsLog) (*p
 						delete(members, inst)
 					}
 				}
-				lg.state(sub, -1, stateHash(members), nil)
+				lg.state(sub, -1, fleethash.State(members), nil)
 			}
 		}()
 	}
 	if m.leases > 0 || m.partition > 0 {
-		held := make(chan error, 1)
-		go w.hold(ctx, m, lg, held)
-		if err := <-held; err != nil {
+		if err := firstRound(func(first chan<- error) { w.hold(ctx, m, lg, first) }); err != nil {
 			return nil, err
 		}
 	}
@@ -117,15 +106,13 @@ func (w *peer) hold(ctx context.Context, m mix, lg *obsLog, first chan<- error) 
 			err = concurrency.NewMutex(s, fmt.Sprintf("/tenants/%s/elections/%s-l%d", m.tenant, m.name, i)).Lock(ctx)
 		}
 		if err != nil {
-			if round == 0 {
-				first <- err
+			if !retryRound(round, err, first, lg, func() {
+				if s != nil {
+					_ = s.Close()
+				}
+			}) {
 				return
 			}
-			lg.errorf("session round %d: %v", round, err)
-			if s != nil {
-				_ = s.Close()
-			}
-			time.Sleep(500 * time.Millisecond)
 			continue
 		}
 		sctx, cancel := context.WithCancel(ctx)
@@ -149,10 +136,7 @@ func (w *peer) hold(ctx context.Context, m mix, lg *obsLog, first chan<- error) 
 		w.mu.Lock()
 		w.session = s
 		w.mu.Unlock()
-		lg.line("L", time.Now().UnixNano(), "held")
-		if round == 0 {
-			first <- nil
-		}
+		heldRound(round, first, lg)
 		select {
 		case <-ctx.Done():
 			cancel()
