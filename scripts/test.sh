@@ -17,10 +17,10 @@
 #   in ~3.5 CPU-s instead of 6-8 (about 50 of them); race reports and panics keep
 #   their file:line (they come from the pclntab, not DWARF);
 # - go test -vet=off: go vet has run already;
-# - go test in two lanes, -p 3 each (COORD_TEST_P): most test binaries spend their
-#   time waiting on TTLs and servers, not computing (the root package: 13 CPU-s
-#   in 75 s), so one module at a time with go's default of one package per core
-#   left the machine idle behind each module's slowest package;
+# - go test in three lanes, -p 3 each (COORD_TEST_P): most test binaries spend
+#   their time waiting on TTLs and servers, not computing (the root package: 13
+#   CPU-s in 75 s), so one module at a time with go's default of one package per
+#   core left the machine idle behind each module's slowest package;
 # - the servers and chromium install in the background while vet compiles;
 # - staticcheck runs in the background beside the tests (CPU while they wait).
 # Extra go test flags: COORD_TEST_FLAGS (e.g. COORD_TEST_FLAGS='-run Lease').
@@ -154,14 +154,16 @@ env | grep '^COORD_TEST_' | sed 's/^/  /'
 
 packages=0
 for m in "${modules[@]}"; do packages=$((packages + $(cd "$m" && go list ./... | wc -l))); done
-# Two lanes at once (see the top): the SDK module (.) in one, the other modules
-# one after another in the other, the reliability scenarios (the longest wait)
-# first.
-lane_b=()
-for m in "${modules[@]}"; do [ "$m" != reliability ] || lane_b+=("$m"); done
-for m in "${modules[@]}"; do [ "$m" = . ] || [ "$m" = reliability ] || lane_b+=("$m"); done
+# Three lanes at once (see the top): the SDK module (.); the reliability
+# scenarios alone (the longest wait: one test binary of sequential scenarios,
+# 4.5-6 min); every other module, one after another. With the other modules
+# after reliability in its lane, that lane ran ~100 s after the SDK's (a run at
+# aaf16d2: 7m25s against 5m36s); with cmd/coordctl and bench still behind it,
+# ~35 s (the fresh-machine run at 582c85a).
+lane_b=(reliability) lane_c=()
+for m in "${modules[@]}"; do [ "$m" = . ] || [ "$m" = reliability ] || lane_c+=("$m"); done
 # lane MODULE...: go test each module, one after another, at most COORD_TEST_P
-# test binaries at once. The progress printer reads both lanes, each through a
+# test binaries at once. The progress printer reads every lane, each through a
 # pipe of its own (so their lines never mix), and counts a lane's failures from
 # its FAIL lines.
 lane() {
@@ -169,9 +171,9 @@ lane() {
     (cd "$m" && go test -race="$(race "$m")" -vet=off -count=1 -p "${COORD_TEST_P:-3}" -timeout 25m ${COORD_TEST_FLAGS:-} ./... 2>&1) || echo "FAIL	module $m: go test exited non-zero"
   done
 }
-phase "go test (-race but cmd/coordvet): $packages packages in ${#modules[@]} modules, two lanes at once: [.] and [${lane_b[*]}] (the slowest run for minutes; a line at least every 25 s)"
+phase "go test (-race but cmd/coordvet): $packages packages in ${#modules[@]} modules, three lanes at once: [.], [${lane_b[*]}] and [${lane_c[*]}] (the slowest run for minutes; a line at least every 25 s)"
 status=0
-"$tmp/gotestprogress" -packages "$packages" -cache "$gocache" <(lane .) <(lane "${lane_b[@]}") || status=$?
+"$tmp/gotestprogress" -packages "$packages" -cache "$gocache" -recap "$tmp/recap" <(lane .) <(lane "${lane_b[@]}") <(lane "${lane_c[@]}") || status=$?
 if kill -0 "$staticcheck_pid" 2>/dev/null; then phase "waiting for staticcheck"; fi
 if wait "$staticcheck_pid"; then
   echo "staticcheck: clean (${#modules[@]} modules)"
@@ -184,5 +186,10 @@ phase "available updates (go list -m -u; informational)"
 wait "$updates_pid" 2>/dev/null || true
 updates_pid=
 cat "$tmp/updates.out"
+# Last, why the tests failed: a long log is often read by its end only.
+if [ -s "$tmp/recap" ]; then
+  phase "why the tests failed: each failed test's first and last lines (its whole output is above)"
+  cat "$tmp/recap"
+fi
 phase "done"
 exit "$status"

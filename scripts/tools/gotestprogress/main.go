@@ -5,6 +5,9 @@
 //
 //	packages: 38 passed, 0 failed
 //
+// and, with -recap FILE, each failed test's first and last lines written to FILE
+// (for the end of a CI log, which is what a truncated log keeps).
+//
 // It exits 1 when a package failed, or when no package passed at all.
 //
 //	go test ./... 2>&1 | gotestprogress -packages 41 -cache "$(go env GOCACHE)"
@@ -49,14 +52,18 @@ type printer struct {
 	cacheDir string
 	cache0   int64
 	procs    func() []proc // what is running now
+	fails    []*failBlock  // each failed test's output, abridged
+	recap    string        // the file the failed tests' recap goes to, if set
 }
 
 func main() {
 	total := flag.Int("packages", 0, "number of packages expected (for the progress lines)")
 	quiet := flag.Duration("quiet", 25*time.Second, "print a progress line after this long without output")
 	cache := flag.String("cache", "", "the build cache directory, whose growth the progress lines report")
+	recap := flag.String("recap", "", "a file to write, when a test failed, each failed test's first and last lines to")
 	flag.Parse()
 	p := newPrinter(os.Stdout, *total, *cache)
+	p.recap = *recap
 	parent := os.Getppid()
 	p.procs = func() []proc { return descendants(parent, os.Getpid()) }
 	stop := make(chan struct{})
@@ -106,13 +113,17 @@ func (p *printer) readAll(names []string) error {
 	return errors.Join(errs...)
 }
 
-// read passes every line through and counts the package results.
+// read passes every line through, counts the package results and keeps each
+// failed test's output, abridged, for the recap.
 func (p *printer) read(r io.Reader) error {
+	rc := &recapper{done: func(b *failBlock) { p.fails = append(p.fails, b) }} // called under p.mu
+	defer func() { p.mu.Lock(); rc.flush(); p.mu.Unlock() }()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		p.mu.Lock()
+		rc.line(line)
 		if m := result.FindStringSubmatch(line); m != nil {
 			switch m[1] {
 			case "ok":
@@ -137,6 +148,11 @@ func (p *printer) summary() bool {
 		p.passed, len(p.failed), p.noTests, since(p.start)))
 	if len(p.failed) > 0 {
 		p.printlnLocked("failed: " + strings.Join(p.failed, " "))
+		if p.recap != "" && len(p.fails) > 0 {
+			if err := os.WriteFile(p.recap, []byte(recapText(p.fails)), 0o644); err != nil {
+				p.printlnLocked("gotestprogress: the recap: " + err.Error())
+			}
+		}
 		return false
 	}
 	if p.passed == 0 {
