@@ -5,7 +5,7 @@
 //
 //	packages: 38 passed, 0 failed
 //
-// and, with -recap FILE, each failed test's first and last lines written to FILE
+// and, with -recap FILE, each failed test's first and last lines (and the last it logged itself) written to FILE
 // (for the end of a CI log, which is what a truncated log keeps).
 //
 // It exits 1 when a package failed, or when no package passed at all.

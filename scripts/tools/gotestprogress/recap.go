@@ -13,18 +13,23 @@ import (
 // ends them. panicStart matches a test binary's crash ("panic: …", a timeout's
 // too), which prints no FAIL line of a test: its stack follows, unindented, up
 // to the package's result line.
+// ownLine matches a line a test file itself logged ("    x_test.go:90: …"),
+// which a helper's dump (process output, cluster logs) may follow by pages.
 var (
 	failStart  = regexp.MustCompile(`^--- FAIL: \S+`)
 	panicStart = regexp.MustCompile(`^panic: `)
+	ownLine    = regexp.MustCompile(`^\s+\S+_test\.go:\d+: `)
 )
 
 // Recap bounds: a failed test's output is kept as its first recapHead and last
-// recapTail lines, a crash as the first recapPanic lines of its stack (the
+// recapTail lines and, of those between, the last recapOwn the test file
+// itself logged (its errors among them), a crash as the first recapPanic lines of its stack (the
 // crashing goroutine's top frames), each cut to recapWidth bytes, so that the
 // end of a long CI log says why it failed.
 const (
 	recapHead  = 2
 	recapTail  = 5
+	recapOwn   = 8
 	recapPanic = 8
 	recapWidth = 300
 	recapTests = 12
@@ -35,8 +40,9 @@ type failBlock struct {
 	title string
 	crash bool // a panic: the first recapPanic lines of its stack, no tail
 	head  []string
-	tail  []string // a ring of the last recapTail lines after head
-	more  int      // lines neither in head nor in tail
+	own   []string // the last recapOwn of the test's own lines between head and tail
+	tail  []string // the last recapTail lines after head
+	more  int      // lines shown nowhere
 }
 
 func (b *failBlock) add(line string) {
@@ -53,9 +59,21 @@ func (b *failBlock) add(line string) {
 	case len(b.tail) < recapTail:
 		b.tail = append(b.tail, line)
 	default:
+		b.between(b.tail[0])
 		b.tail = append(b.tail[1:], line)
-		b.more++
 	}
+}
+
+// between keeps a line that left the tail if the test itself logged it.
+func (b *failBlock) between(line string) {
+	b.more++
+	if !ownLine.MatchString(line) {
+		return
+	}
+	if len(b.own) == recapOwn {
+		b.own = b.own[1:]
+	}
+	b.own = append(b.own, line)
 }
 
 func (b *failBlock) String() string {
@@ -64,8 +82,11 @@ func (b *failBlock) String() string {
 	for _, l := range b.head {
 		s.WriteString(l + "\n")
 	}
-	if b.more > 0 {
-		fmt.Fprintf(&s, "        … %d more lines …\n", b.more)
+	if hidden := b.more - len(b.own); hidden > 0 {
+		fmt.Fprintf(&s, "        … %d more lines …\n", hidden)
+	}
+	for _, l := range b.own {
+		s.WriteString(l + "\n")
 	}
 	for _, l := range b.tail {
 		s.WriteString(l + "\n")

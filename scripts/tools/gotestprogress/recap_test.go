@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// A failed test's output is recapped as its first and last lines, cut, and a
+// A failed test's output is recapped as its first and last lines and the last of
+// its own lines between, cut, and a
 // crash as its stack's first lines; a passing test's lines, the package's own
 // log lines and a failed test in another lane are told apart.
 func TestRecapKeepsEachFailedTestsFirstAndLastLines(t *testing.T) {
@@ -45,7 +46,8 @@ func TestRecapKeepsEachFailedTestsFirstAndLastLines(t *testing.T) {
 	}
 	recap := string(b)
 	for _, want := range []string{
-		"--- FAIL: TestLong (40.2s)\n    long_test.go:0: line 0\n    long_test.go:1: line 1\n        … 14 more lines …\n    long_test.go:16: line 16\n",
+		"--- FAIL: TestLong (40.2s)\n    long_test.go:0: line 0\n    long_test.go:1: line 1\n        … 6 more lines …\n    long_test.go:8: line 8\n",
+		"    long_test.go:15: line 15\n    long_test.go:16: line 16\n",
 		"    long_test.go:19: line 19\n    long_test.go:99: éé",
 		"é…\n",
 		"--- FAIL: TestShort (0.00s)\n    --- FAIL: TestShort/sub (0.00s)\n        short_test.go:9: want 1, got 2\n",
@@ -74,5 +76,45 @@ func TestRecapKeepsEachFailedTestsFirstAndLastLines(t *testing.T) {
 	}
 	if _, err := os.Stat(pass.recap); !os.IsNotExist(err) {
 		t.Errorf("a passing run wrote a recap (%v)", err)
+	}
+}
+
+// A test's own lines (a _test.go file's) in the middle of its output are kept
+// in the recap though a helper's dump follows them: TestFleetReconnectStorm's
+// Errorf lines sat under 131 lines of its processes' output and were lost.
+func TestRecapKeepsATestsOwnLinesBeforeAHelpersDump(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("--- FAIL: TestStorm (225.59s)\n    fleet_phase_test.go:67: ready\n    fleet_phase_test.go:81: settled\n")
+	for i := range 10 {
+		fmt.Fprintf(&in, "    fleet_phase_test.go:%d: phase line %d\n", 100+i, i)
+	}
+	in.WriteString("    fleet_test.go:99: 3 etcd leader changes during the coordkit phase (target 0)\n")
+	for i := range 40 {
+		fmt.Fprintf(&in, "    process.go:46: output of worker%02d:\n        READY 72 72\n", i)
+	}
+	in.WriteString("FAIL\nFAIL\tex/reliability\t230.0s\n")
+	var out strings.Builder
+	p := newPrinter(&out, 1, "")
+	p.recap = filepath.Join(t.TempDir(), "recap")
+	if err := p.read(strings.NewReader(in.String())); err != nil {
+		t.Fatal(err)
+	}
+	p.summary()
+	b, err := os.ReadFile(p.recap)
+	if err != nil {
+		t.Fatalf("no recap written: %v", err)
+	}
+	recap := string(b)
+	for _, want := range []string{
+		"    fleet_test.go:99: 3 etcd leader changes during the coordkit phase (target 0)\n",
+		"    fleet_phase_test.go:109: phase line 9\n",
+		"        READY 72 72\n",
+	} {
+		if !strings.Contains(recap, want) {
+			t.Errorf("the recap lacks %q:\n%s", want, recap)
+		}
+	}
+	if strings.Contains(recap, "phase line 1\n") {
+		t.Errorf("the recap keeps more than the last of the test's own lines:\n%s", recap)
 	}
 }
