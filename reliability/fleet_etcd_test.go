@@ -250,6 +250,39 @@ func p99Between(a, b etcdScrape) (time.Duration, float64) {
 	return 0, total
 }
 
+// fleetP99Windows cuts scrapes (in time order) into 5 s windows from the heal
+// — the first from the last scrape at or before it — and returns each window's
+// p99 and when the first within 2× baseline ended, counted from the heal (-1:
+// none). A window ends at the first scrape past its 5 s mark, so the windows
+// follow the clock whatever the pace of the loop that asks.
+func fleetP99Windows(scrapes []etcdScrape, heal time.Time, baseline time.Duration) ([]time.Duration, time.Duration) {
+	if len(scrapes) == 0 {
+		return nil, -1
+	}
+	start, next := scrapes[0], 0
+	for next < len(scrapes) && !scrapes[next].at.After(heal) {
+		start = scrapes[next]
+		next++
+	}
+	var wins []time.Duration
+	okAfter := time.Duration(-1)
+	for mark := heal.Add(5 * time.Second); ; mark = mark.Add(5 * time.Second) {
+		for next < len(scrapes) && scrapes[next].at.Before(mark) {
+			next++
+		}
+		if next == len(scrapes) {
+			return wins, okAfter
+		}
+		end := scrapes[next]
+		p99, n := p99Between(start, end)
+		wins = append(wins, p99.Round(time.Millisecond))
+		if okAfter < 0 && n > 0 && p99 <= 2*baseline {
+			okAfter = end.at.Sub(heal)
+		}
+		start = end
+	}
+}
+
 // sampler scrapes the members every second until stopped.
 type sampler struct {
 	mu      sync.Mutex

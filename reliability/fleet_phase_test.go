@@ -142,22 +142,12 @@ func runFleetPhase(t *testing.T, run fleetRun) *fleetFigures {
 		}
 		return true
 	}
-	windowEnd := heal.Add(5 * time.Second)
-	winStart := smp.now(t, eps)
-	for f.recoveredIn == 0 || f.p99OKAfter < 0 {
+	for {
 		if f.recoveredIn == 0 && allCurrent() {
 			f.recoveredIn = time.Since(heal)
 		}
-		if now := time.Now(); !now.Before(windowEnd) {
-			s := smp.now(t, eps)
-			p99, n := p99Between(winStart, s)
-			f.p99Windows = append(f.p99Windows, p99.Round(time.Millisecond))
-			if f.p99OKAfter < 0 && n > 0 && p99 <= 2*f.baselineP99 {
-				f.p99OKAfter = s.at.Sub(heal)
-			}
-			winStart, windowEnd = s, windowEnd.Add(5*time.Second)
-		}
-		if time.Since(heal) > 60*time.Second {
+		f.p99Windows, f.p99OKAfter = fleetP99Windows(smp.all(), heal, f.baselineP99)
+		if f.recoveredIn > 0 && f.p99OKAfter >= 0 || time.Since(heal) > 60*time.Second {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
