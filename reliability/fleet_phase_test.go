@@ -120,6 +120,7 @@ func runFleetPhase(t *testing.T, run fleetRun) *fleetFigures {
 			viewTarget = max(viewTarget, r)
 		}
 	}
+	lastBehind := "none" // the last subscriber allCurrent found behind, for the log
 	allCurrent := func() bool {
 		for _, p := range procs {
 			if err := p.log.read(); err != nil {
@@ -130,12 +131,14 @@ func runFleetPhase(t *testing.T, run fleetRun) *fleetFigures {
 				if s.prefix {
 					want = viewTarget
 				}
-				ok := false
+				ok, last := false, int64(0)
 				for i := len(s.obs) - 1; i >= 0 && !ok; i-- {
 					o := s.obs[i]
 					ok = o.rev >= want || (o.rev < 0 && o.ns >= healNs)
+					last = max(last, o.rev)
 				}
 				if !ok {
+					lastBehind = fmt.Sprintf("%s at revision %d of %d, %d states", s.id, last, want, len(s.obs))
 					return false
 				}
 			}
@@ -152,7 +155,7 @@ func runFleetPhase(t *testing.T, run fleetRun) *fleetFigures {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Logf("%s: every subscriber current %v after the heal; p99 windows %v", run.mode, f.recoveredIn.Round(time.Millisecond), f.p99Windows)
+	t.Logf("%s: every subscriber current %v after the heal (the last behind: %s); p99 windows %v", run.mode, f.recoveredIn.Round(time.Millisecond), lastBehind, f.p99Windows)
 	writer.close()
 	f.writeErrs = writer.errs
 	rf, err := run.admin.Get(ctx, "fleet-final")
