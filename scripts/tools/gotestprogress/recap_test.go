@@ -40,12 +40,7 @@ func TestRecapKeepsEachFailedTestsFirstAndLastLines(t *testing.T) {
 	if p.summary() {
 		t.Fatal("a run with failures passed")
 	}
-	b, err := os.ReadFile(p.recap)
-	if err != nil {
-		t.Fatalf("no recap written: %v", err)
-	}
-	recap := string(b)
-	for _, want := range []string{
+	recap := recapHas(t, p,
 		"--- FAIL: TestLong (40.2s)\n    long_test.go:0: line 0\n    long_test.go:1: line 1\n        … 6 more lines …\n    long_test.go:8: line 8\n",
 		"    long_test.go:15: line 15\n    long_test.go:16: line 16\n",
 		"    long_test.go:19: line 19\n    long_test.go:99: éé",
@@ -53,11 +48,7 @@ func TestRecapKeepsEachFailedTestsFirstAndLastLines(t *testing.T) {
 		"--- FAIL: TestShort (0.00s)\n    --- FAIL: TestShort/sub (0.00s)\n        short_test.go:9: want 1, got 2\n",
 		"panic: runtime error: index out of range [0] with length 0\ngoroutine 214 [running]:\nex/plane.(*Plane).probe(0xc000001d00, 0x0)\n\t/src/plane/probe.go:137 +0xf6e\n",
 		"\t/src/plane/plane.go:98 +0x68b\ngoroutine 1 [chan receive]:\n        … 1 more lines …\n",
-	} {
-		if !strings.Contains(recap, want) {
-			t.Errorf("the recap lacks %q:\n%s", want, recap)
-		}
-	}
+	)
 	for _, not := range []string{"a package log line", "a log line", "line 2\n", "ex/ok", "FAIL\tex/plane"} {
 		if strings.Contains(recap, not) {
 			t.Errorf("the recap has %q:\n%s", not, recap)
@@ -100,21 +91,28 @@ func TestRecapKeepsATestsOwnLinesBeforeAHelpersDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.summary()
+	recap := recapHas(t, p,
+		"    fleet_test.go:99: 3 etcd leader changes during the coordkit phase (target 0)\n",
+		"    fleet_phase_test.go:109: phase line 9\n",
+		"        READY 72 72\n",
+	)
+	if strings.Contains(recap, "phase line 1\n") {
+		t.Errorf("the recap keeps more than the last of the test's own lines:\n%s", recap)
+	}
+}
+
+// recapHas reads the recap p wrote and reports each wanted part it lacks.
+func recapHas(t *testing.T, p *printer, want ...string) string {
+	t.Helper()
 	b, err := os.ReadFile(p.recap)
 	if err != nil {
 		t.Fatalf("no recap written: %v", err)
 	}
 	recap := string(b)
-	for _, want := range []string{
-		"    fleet_test.go:99: 3 etcd leader changes during the coordkit phase (target 0)\n",
-		"    fleet_phase_test.go:109: phase line 9\n",
-		"        READY 72 72\n",
-	} {
-		if !strings.Contains(recap, want) {
-			t.Errorf("the recap lacks %q:\n%s", want, recap)
+	for _, w := range want {
+		if !strings.Contains(recap, w) {
+			t.Errorf("the recap lacks %q:\n%s", w, recap)
 		}
 	}
-	if strings.Contains(recap, "phase line 1\n") {
-		t.Errorf("the recap keeps more than the last of the test's own lines:\n%s", recap)
-	}
+	return recap
 }
