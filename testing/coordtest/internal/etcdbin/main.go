@@ -12,9 +12,12 @@ import (
 	"syscall"
 
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/coordkit/coordkit/testing/coordtest/internal/orphan"
 )
 
 func main() {
+	orphan.ExitWithParent()
 	cfg := embed.NewConfig()
 	var client, peer string
 	flag.StringVar(&cfg.Name, "name", "m0", "member name")
